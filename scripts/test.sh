@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The README's test command: install what the tests need, then run them.
+# Long tests are marked `slow` and left out; run them with: scripts/test.sh -m slow
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+STORYGPT_EXTRAS=test . "$ROOT/scripts/setup_env.sh"
+# Parity tests against tiktoken read OpenAI's BPE files from ../shared when present.
+if [ -z "${TIKTOKEN_CACHE_DIR:-}" ] && [ -d "$ROOT/../shared/tiktoken_cache" ]; then
+    export TIKTOKEN_CACHE_DIR="$ROOT/../shared/tiktoken_cache"
+fi
+if [ "$#" -eq 0 ]; then
+    set -- -m "not slow"
+fi
+exec python -m pytest "$@"

@@ -1,0 +1,34 @@
+"""Build script for the C++ extension ``storygpt._bpe``.
+
+All project metadata lives in ``pyproject.toml``; this file only declares the
+pybind11 extension so that ``pip install .`` / ``pip install -e .`` compile it
+with optimisation (-O3) and C++17.
+"""
+import sys
+
+from pybind11.setup_helpers import Pybind11Extension, build_ext
+from setuptools import setup
+
+extra_compile_args = []
+if sys.platform != "win32":
+    extra_compile_args = ["-O3", "-fvisibility=hidden", "-pthread"]
+
+ext_modules = [
+    Pybind11Extension(
+        "storygpt._bpe",
+        sources=sorted(
+            [
+                "csrc/bindings.cpp",
+                "csrc/bind_pretokenize.cpp",
+                "csrc/bpe.cpp",
+                "csrc/pretokenize.cpp",
+            ]
+        ),
+        include_dirs=["csrc"],
+        cxx_std=17,
+        extra_compile_args=extra_compile_args,
+        extra_link_args=["-pthread"] if sys.platform != "win32" else [],
+    )
+]
+
+setup(ext_modules=ext_modules, cmdclass={"build_ext": build_ext})

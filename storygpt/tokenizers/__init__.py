@@ -1,0 +1,1 @@
+"""Tokenizers for storygpt (namespaced so it never shadows Hugging Face ``tokenizers``)."""
