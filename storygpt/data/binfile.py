@@ -1,0 +1,199 @@
+"""Token files: a small fixed header followed by the token ids.
+
+Layout (little-endian), 64 bytes of header then the ids::
+
+    offset  size  field
+    0       8     magic  b"SGPTTOK\\0"
+    8       4     format version (uint32, currently 1)
+    12      4     dtype code (uint32): 2 = uint16, 4 = uint32 (bytes per token)
+    16      8     token count (uint64)
+    24      32    tokenizer fingerprint: the first 32 bytes of the hex sha256
+                  that ``Tokenizer.fingerprint()`` returns (ASCII)
+    56      8     reserved (zero)
+
+Ids are stored as uint16 when the vocabulary has at most 65,536 tokens, else
+uint32.  :func:`read_tokens` returns a read-only ``numpy.memmap`` over the ids,
+so training never loads a whole corpus into memory.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAGIC = b"SGPTTOK\0"
+VERSION = 1
+HEADER_SIZE = 64
+_HEADER = struct.Struct("<8sIIQ32s8s")
+assert _HEADER.size == HEADER_SIZE
+
+_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
+
+
+def dtype_for_vocab(vocab_size: int) -> np.dtype:
+    """uint16 when every id fits (vocab_size <= 65,536), else uint32."""
+    if vocab_size < 1:
+        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
+    return _DTYPES[2] if vocab_size <= 1 << 16 else _DTYPES[4]
+
+
+def _fingerprint_of(tokenizer_or_fingerprint: Any) -> bytes:
+    fp = tokenizer_or_fingerprint
+    if hasattr(fp, "fingerprint"):
+        fp = fp.fingerprint()
+    fp = str(fp).encode("ascii")[:32]
+    return fp.ljust(32, b"\0")
+
+
+class TokenWriter:
+    """Write a token file incrementally and atomically.
+
+    Tokens are appended to a temporary file beside ``path``; :meth:`close`
+    writes the header with the final count and renames the file into place,
+    so an interrupted run never leaves a half-written file under the final
+    name.  Use as a context manager: on an exception the temporary file is
+    removed and nothing is renamed.
+
+    Args:
+        path: destination file.
+        tokenizer: the tokenizer that produced the ids (or its fingerprint
+            string); its ``vocab_size`` chooses the dtype when given.
+        vocab_size: used to choose the dtype when ``tokenizer`` is a string.
+    """
+
+    def __init__(self, path: str | os.PathLike, tokenizer: Any, vocab_size: int | None = None):
+        self.path = Path(path)
+        if vocab_size is None:
+            vocab_size = getattr(tokenizer, "vocab_size", None)
+        if vocab_size is None:
+            raise ValueError("vocab_size is needed when tokenizer is a fingerprint string")
+        self.vocab_size = int(vocab_size)
+        self.dtype = dtype_for_vocab(self.vocab_size)
+        self.fingerprint = _fingerprint_of(tokenizer)
+        self.count = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        self._f = os.fdopen(fd, "wb")
+        self._f.write(b"\0" * HEADER_SIZE)
+        self._closed = False
+
+    def write(self, ids) -> None:
+        """Append ids (any integer array-like); raises ValueError if one is out of range."""
+        arr = np.asarray(ids)
+        if arr.size == 0:
+            return
+        if arr.min() < 0 or arr.max() >= self.vocab_size:
+            bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
+            raise ValueError(f"{self.path}: token id {bad} is outside the vocabulary (size {self.vocab_size})")
+        self._f.write(arr.astype(self.dtype, copy=False).tobytes())
+        self.count += int(arr.size)
+
+    def close(self) -> None:
+        """Write the header, flush to disk and rename into place."""
+        if self._closed:
+            return
+        self._f.seek(0)
+        self._f.write(_HEADER.pack(MAGIC, VERSION, self.dtype.itemsize, self.count, self.fingerprint, b"\0" * 8))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        os.replace(self._tmp, self.path)
+        self._closed = True
+
+    def abort(self) -> None:
+        """Drop the temporary file; the destination is left untouched."""
+        if self._closed:
+            return
+        self._f.close()
+        try:
+            os.unlink(self._tmp)
+        except FileNotFoundError:
+            pass
+        self._closed = True
+
+    def __enter__(self) -> "TokenWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_tokens(path: str | os.PathLike, tokens, tokenizer: Any, vocab_size: int | None = None) -> None:
+    """Write ``tokens`` (1-D integer array-like) to ``path`` atomically."""
+    with TokenWriter(path, tokenizer, vocab_size) as w:
+        w.write(np.asarray(tokens).reshape(-1))
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    """Read and check a token file's header.
+
+    Returns:
+        ``{"version", "dtype", "count", "fingerprint"}``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: wrong magic or version, unknown dtype, or a file length
+            that disagrees with the token count (the message names the file).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"token file not found: {path} (run data.py first)")
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        raw = f.read(HEADER_SIZE)
+    if len(raw) < HEADER_SIZE:
+        raise ValueError(f"{path}: not a storygpt token file (only {size} bytes, header needs {HEADER_SIZE})")
+    magic, version, code, count, fingerprint, _ = _HEADER.unpack(raw)
+    if magic != MAGIC:
+        raise ValueError(f"{path}: not a storygpt token file (bad magic {magic!r})")
+    if version != VERSION:
+        raise ValueError(f"{path}: unsupported token file version {version} (this storygpt reads {VERSION})")
+    if code not in _DTYPES:
+        raise ValueError(f"{path}: unknown dtype code {code} in header")
+    expected = HEADER_SIZE + count * code
+    if size != expected:
+        raise ValueError(
+            f"{path}: file is {size} bytes but its header promises {count} tokens "
+            f"({expected} bytes); the file is truncated or corrupt"
+        )
+    return {
+        "version": version,
+        "dtype": _DTYPES[code],
+        "count": count,
+        "fingerprint": fingerprint.rstrip(b"\0").decode("ascii", errors="replace"),
+    }
+
+
+def read_tokens(path: str | os.PathLike, tokenizer: Any = None) -> np.ndarray:
+    """Open a token file as a read-only numpy memmap.
+
+    Args:
+        path: a file written by :func:`write_tokens` / :class:`TokenWriter`.
+        tokenizer: when given (a tokenizer or its fingerprint string), the
+            file must have been written with it.
+
+    Returns:
+        A 1-D ``numpy.memmap`` of dtype uint16 or uint32, length = token count.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_header`; also a
+            fingerprint that does not match ``tokenizer``.
+    """
+    header = read_header(path)
+    if tokenizer is not None:
+        want = _fingerprint_of(tokenizer).rstrip(b"\0").decode("ascii")
+        if header["fingerprint"] != want:
+            raise ValueError(
+                f"{path}: written by another tokenizer (fingerprint {header['fingerprint'][:12]}..., "
+                f"expected {want[:12]}...); run data.py again for this tokenizer"
+            )
+    if header["count"] == 0:
+        return np.zeros(0, dtype=header["dtype"])
+    return np.memmap(path, dtype=header["dtype"], mode="r", offset=HEADER_SIZE, shape=(header["count"],))
