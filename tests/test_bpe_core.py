@@ -567,3 +567,76 @@ def test_decode_accepts_lists_and_arrays_and_names_unknown_ids(trained_merges):
         enc.token_bytes(99999)
     for i, (a, b) in enumerate(trained_merges):
         assert enc.token_bytes(256 + i) == enc.token_bytes(a) + enc.token_bytes(b)
+
+
+# --------------------------------------------------------------------------
+# General form on a real vocabulary: GPT-2 (bytes are not numbered by value)
+# --------------------------------------------------------------------------
+
+R50K = REPO.parent / "shared" / "tiktoken_cache" / "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4"
+
+
+def _gpt2_merges():
+    """Merges (left, right, new) and byte_ids from GPT-2's mergeable ranks.
+
+    A token's merge is the split that BPE with only lower ranks leaves when run
+    on the token's own bytes.
+    """
+    import base64
+
+    if not R50K.exists():
+        pytest.skip(f"GPT-2 ranks not found at {R50K}")
+    ranks = {}
+    with open(R50K, "rb") as f:
+        for line in f:
+            tok, r = line.split()
+            ranks[base64.b64decode(tok)] = int(r)
+
+    def split(tok, r):
+        parts = [bytes([b]) for b in tok]
+        while len(parts) > 2:
+            best = None
+            for i in range(len(parts) - 1):
+                rr = ranks.get(parts[i] + parts[i + 1])
+                if rr is not None and rr < r and (best is None or rr < best[0]):
+                    best = (rr, i)
+            i = best[1]
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        return parts
+
+    merges = []
+    for tok, r in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(tok) >= 2:
+            a, b = split(tok, r)
+            merges.append((ranks[a], ranks[b], r))
+    return merges, [ranks[bytes([b])] for b in range(256)]
+
+
+def test_gpt2_vocabulary_known_answers_and_tiktoken():
+    merges, byte_ids = _gpt2_merges()
+    assert byte_ids[:3] == [188, 189, 190]  # byte 0 is not token 0 in GPT-2
+    enc = _bpe.Encoder(merges, byte_ids=byte_ids)
+    assert enc.vocab_size == 50257 - 1  # <|endoftext|> (50256) is not a merge
+    # Published GPT-2 ids (shared/README.md); "simple" chunks equal GPT-2's on these strings.
+    known = {
+        "Hello, do you like tea? ": [15496, 11, 466, 345, 588, 8887, 30, 220],
+        "Akwirw ier": [33901, 86, 343, 86, 220, 959],
+        " In the sunlit terraces of someunknownPlace.": [554, 262, 4252, 18250, 8812, 2114, 286, 617,
+                                                         34680, 27271, 13],
+        "This is some text": [1212, 318, 617, 2420],
+        "do do": [4598, 466],
+    }
+    for text, ids in known.items():
+        assert enc.encode(text.encode()).tolist() == ids
+        assert enc.decode(ids) == text.encode()
+    # Chunk by chunk against tiktoken's single-piece BPE on real text.
+    tiktoken = pytest.importorskip("tiktoken")
+    import os
+
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(R50K.parent))
+    te = tiktoken.get_encoding("gpt2")
+    data = _corpus(60_000, offset=2_000_000) + "Ünïcödé 東京 🙂".encode()
+    chunks = _bpe.pretokenize(data)
+    ids, off = enc.encode_batch(chunks)
+    for k, c in enumerate(chunks):
+        assert ids[off[k] : off[k + 1]].tolist() == te._encode_single_piece(c), c
