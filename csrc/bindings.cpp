@@ -142,6 +142,21 @@ Raises:
         or tie_break, min_frequency < 1.
     OSError (FileNotFoundError): an unreadable file, named in the message.)doc");
 
+    m.def(
+        "_split_chunks_parallel",
+        [](const py::bytes& data, const std::string& pattern, int num_threads, size_t segment_bytes) {
+            std::string_view v = view_of(data);
+            storygpt::Pattern p = storygpt::parse_pattern(pattern);
+            std::vector<size_t> ends;
+            {
+                py::gil_scoped_release release;
+                storygpt::split_chunks_parallel(v, p, num_threads, segment_bytes, ends);
+            }
+            return to_numpy(std::move(ends));
+        },
+        py::arg("data"), py::arg("pattern"), py::arg("num_threads"), py::arg("segment_bytes"),
+        "Testing hook: chunk end offsets (numpy uint64) from the multi-threaded pre-tokenizer used by train.");
+
     py::class_<storygpt::Encoder>(m, "Encoder", R"doc(Byte-level BPE encoder (general form).
 
 Exactly bpe_reference.Encoder: inside each pre-tokenization chunk the adjacent

@@ -254,6 +254,68 @@ TieBreak parse_tie_break(const std::string& name) {
                                 "'; expected one of 'smallest_ids', 'largest_bytes'");
 }
 
+
+void split_chunks_parallel(std::string_view data, Pattern pattern, int threads, size_t segment_bytes,
+                           std::vector<size_t>& ends) {
+    const size_t n = data.size();
+    segment_bytes = std::max<size_t>(segment_bytes, 16);
+    if (threads <= 1 || n < 2 * segment_bytes) {
+        split_chunks(data, pattern, ends);
+        return;
+    }
+    constexpr size_t kMargin = 64;  // as in Encoder::encode_file
+    const size_t overlap = std::min<size_t>(size_t(1) << 16, segment_bytes / 4);
+    const size_t nseg = std::min<size_t>(n / segment_bytes, static_cast<size_t>(threads) * 4);
+    std::vector<size_t> seg_start(nseg + 1), view_end(nseg);
+    for (size_t k = 0; k <= nseg; ++k) seg_start[k] = n * k / nseg;
+    std::vector<std::vector<size_t>> part(nseg);
+    parallel_for(nseg, threads, [&](size_t k, size_t) {
+        const size_t s = seg_start[k];
+        const size_t ve = k + 1 == nseg ? n : std::min(n, seg_start[k + 1] + overlap);
+        view_end[k] = ve;
+        split_chunks(data.substr(s, ve - s), pattern, part[k]);
+        for (auto& e : part[k]) e += s;
+    });
+    // Stitch: segment k's chunks are exact from a true boundary `start` up to
+    // kMargin before its view's end; the first of them at or after the next
+    // segment's origin that is also a boundary of the next segment is a true
+    // boundary from which the next segment's chunks are exact.
+    const size_t first = ends.size();
+    size_t start = 0;
+    for (size_t k = 0; k < nseg; ++k) {
+        const std::vector<size_t>& a = part[k];
+        size_t i = std::upper_bound(a.begin(), a.end(), start) - a.begin();
+        if (k + 1 == nseg) {
+            ends.insert(ends.end(), a.begin() + i, a.end());
+            break;
+        }
+        const size_t next = seg_start[k + 1];
+        const size_t reliable = view_end[k] - kMargin;
+        const std::vector<size_t>& b = part[k + 1];
+        size_t sync = SIZE_MAX;
+        size_t j = 0;  // b's boundaries: next, then b[0], b[1], ...
+        for (size_t ia = std::lower_bound(a.begin(), a.end(), next) - a.begin();
+             ia < a.size() && a[ia] <= reliable; ++ia) {
+            if (a[ia] == next) {
+                sync = next;
+                break;
+            }
+            while (j < b.size() && b[j] < a[ia]) ++j;
+            if (j < b.size() && b[j] == a[ia]) {
+                sync = a[ia];
+                break;
+            }
+        }
+        if (sync == SIZE_MAX) {  // no common boundary in the overlap: do it serially
+            ends.resize(first);
+            split_chunks(data, pattern, ends);
+            return;
+        }
+        while (i < a.size() && a[i] <= sync) ends.push_back(a[i++]);
+        start = sync;
+    }
+}
+
 namespace {
 
 struct HeapEntry {
@@ -265,10 +327,19 @@ struct HeapEntry {
 // tokens) on `threads` threads; the counts do not depend on the thread count.
 std::vector<ChunkCounts::Entry> count_chunks(const std::vector<std::string_view>& pieces,
                                              Pattern pattern, int threads) {
-    // Phase A: pre-tokenize each piece (pieces are independent).
+    // Phase A: pre-tokenize each piece: big pieces one at a time on all
+    // threads, the others side by side (pieces are independent).
+    constexpr size_t kSegment = size_t(1) << 20;
     std::vector<std::vector<size_t>> ends(pieces.size());
-    parallel_for(pieces.size(), threads,
-                 [&](size_t i, size_t) { split_chunks(pieces[i], pattern, ends[i]); });
+    std::vector<size_t> small;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        if (threads > 1 && pieces[i].size() >= 2 * kSegment)
+            split_chunks_parallel(pieces[i], pattern, threads, kSegment, ends[i]);
+        else
+            small.push_back(i);
+    }
+    parallel_for(small.size(), threads,
+                 [&](size_t k, size_t) { split_chunks(pieces[small[k]], pattern, ends[small[k]]); });
 
     // Phase B: count chunks in tasks of at most kTask chunks, one map per worker.
     constexpr size_t kTask = 1 << 15;

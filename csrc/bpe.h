@@ -43,6 +43,13 @@ std::string read_file(const std::string& path);
 // Number of worker threads for a request: n <= 0 means all hardware threads.
 int resolve_threads(int n);
 
+// split_chunks on `threads` threads: the text is cut into segments of about
+// `segment_bytes`, each pre-tokenized with some overlap, and the pieces are
+// stitched at a boundary both neighbours agree on (falls back to one thread
+// when they never agree).  Appends exactly what split_chunks appends.
+void split_chunks_parallel(std::string_view data, Pattern pattern, int threads, size_t segment_bytes,
+                           std::vector<size_t>& ends);
+
 // ---------------------------------------------------------------------------
 // Special tokens
 // ---------------------------------------------------------------------------

@@ -640,3 +640,18 @@ def test_gpt2_vocabulary_known_answers_and_tiktoken():
     ids, off = enc.encode_batch(chunks)
     for k, c in enumerate(chunks):
         assert ids[off[k] : off[k + 1]].tolist() == te._encode_single_piece(c), c
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_parallel_pretokenization_equals_serial(pattern):
+    need(pattern)
+    texts = [
+        _small_text(seed=31, n_words=4000),
+        _straddle_text() * 8,
+        b" " * 5000 + b"x" * 5000 + b"\n" * 3000,  # no common boundary in small overlaps: serial fallback
+    ]
+    for data in texts:
+        expected = np.cumsum([len(c) for c in _bpe.pretokenize(data, pattern)]).tolist()
+        for threads, segment in ((2, 64), (3, 500), (2, 4096), (1, 64)):
+            got = _bpe._split_chunks_parallel(data, pattern, threads, segment).tolist()
+            assert got == expected, (threads, segment)
