@@ -141,4 +141,8 @@ class Tokenizer(ABC):
 
     def fingerprint(self) -> str:
         """Hex SHA-256 of the canonical JSON of :meth:`to_dict` (stored in token-file headers)."""
-        return hashlib.sha256(_io.canonical_json(self.to_dict())).hexdigest()
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:  # tokenizers are immutable: compute once
+            fp = hashlib.sha256(_io.canonical_json(self.to_dict())).hexdigest()
+            self.__dict__["_fingerprint"] = fp
+        return fp

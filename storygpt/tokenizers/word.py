@@ -42,10 +42,6 @@ _GLUE = set("-–—/")  # hyphens, dashes, slash: no space on either side
 _RX_CJK_CHAR = regex.compile(rf"[{_CJK}\u3000-\u303f\uff00-\uffef]")
 
 
-def _is_glue(tok: str) -> bool:
-    return all(c in _GLUE for c in tok)
-
-
 class WordTokenizer(Tokenizer):
     """Word-level tokenizer.
 
@@ -57,9 +53,11 @@ class WordTokenizer(Tokenizer):
 
     Decoding puts one space between tokens except: none before closing
     punctuation (``. , ; : ! ? ) ] } » ” ’ … %`` and full-width ones), none
-    after opening brackets and quotes (``( [ { « “ ‘``), none around hyphens,
-    dashes and ``/``, none next to CJK characters, and straight double quotes
-    ``"`` alternate between opening and closing.  ``<|endoftext|>`` is put on
+    after opening brackets and quotes (``( [ { « “ ‘``), none before a token
+    that starts or after one that ends with a hyphen, dash or ``/``, none
+    next to CJK characters; straight quotes ``"`` and ``'`` (as tokens of
+    their own or in punctuation runs) alternate between opening (no space
+    after) and closing (no space before), each kind separately.  ``<|endoftext|>`` is put on
     a line of its own.
 
     Lossy: unknown words become ``<unk>``; spacing, line breaks and paragraph
@@ -223,35 +221,35 @@ class WordTokenizer(Tokenizer):
             ValueError: an unknown id.
         """
         out: list[str] = []
-        prev: str | None = None
-        prev_opens = True  # nothing before the first token
-        quote_open = False
-        eot = EOT
+        prev_opens = True  # nothing before the first token: no space
+        prev_glues = False
+        open_quote = {'"': False, "'": False}  # straight quotes alternate open / close
         for i in ids:
             tok = self.id_to_token(i)
-            if tok == eot:
-                out.append(("\n" if out else "") + eot + "\n")
-                prev, prev_opens, quote_open = tok, True, False
+            if tok == EOT:
+                out.append(("\n" if out else "") + EOT + "\n")
+                prev_opens, prev_glues = True, False
+                open_quote = {'"': False, "'": False}
                 continue
             first = tok[0]
             space = not (
                 prev_opens
+                or prev_glues
                 or first in _CLOSERS
-                or (first == '"' and quote_open)
-                or _is_glue(tok)
-                or (prev is not None and _is_glue(prev))
+                or first in _GLUE
+                or (first in open_quote and open_quote[first])
                 or _RX_CJK_CHAR.match(first)
-                or (prev is not None and _RX_CJK_CHAR.match(prev[-1]))
+                or _RX_CJK_CHAR.match(out[-1][-1])
             )
             if space:
                 out.append(" ")
             out.append(tok)
             for c in tok:
-                if c == '"':
-                    quote_open = not quote_open
+                if c in open_quote:
+                    open_quote[c] = not open_quote[c]
             last = tok[-1]
-            prev_opens = last in _OPENERS or (last == '"' and quote_open)
-            prev = tok
+            prev_opens = last in _OPENERS or (last in open_quote and open_quote[last])
+            prev_glues = last in _GLUE
         return "".join(out)
 
     # ------------------------------------------------------------- storage
