@@ -68,22 +68,24 @@ constexpr uint8_t kLetter = unicode_tables::kLetter;
 constexpr uint8_t kNumber = unicode_tables::kNumber;
 constexpr uint8_t kSpace = unicode_tables::kSpace;
 
-// Class of each ASCII byte (copied from the generated table at start-up, so
-// there is a single source of truth).
-struct AsciiClasses {
-    uint8_t cls[128];
-    AsciiClasses() {
-        for (uint32_t c = 0; c < 128; ++c)
-            cls[c] = kClassStage2[(static_cast<uint32_t>(kClassStage1[c >> kBlockBits]) << kBlockBits) |
-                                  (c & ((1u << kBlockBits) - 1))];
-    }
-};
-const AsciiClasses kAscii;
-
-inline uint8_t lookup_class(uint32_t cp) {
+constexpr uint8_t lookup_class(uint32_t cp) {
     return kClassStage2[(static_cast<uint32_t>(kClassStage1[cp >> kBlockBits]) << kBlockBits) |
                         (cp & ((1u << kBlockBits) - 1))];
 }
+
+// Class of each byte value: the class of the ASCII character, or kMultiByte
+// for bytes >= 0x80 (which need decoding).  Built at compile time from the
+// generated tables, so there is a single source of truth.
+constexpr uint8_t kMultiByte = 4;
+struct ByteClasses {
+    uint8_t cls[256];
+};
+constexpr ByteClasses make_byte_classes() {
+    ByteClasses t{};
+    for (uint32_t b = 0; b < 256; ++b) t.cls[b] = b < 0x80 ? lookup_class(b) : kMultiByte;
+    return t;
+}
+constexpr ByteClasses kByte = make_byte_classes();
 
 // Decodes the sequence that starts with the non-ASCII byte s[i] (i < n).
 // Well-formed sequences follow Unicode Table 3-7:
@@ -140,10 +142,10 @@ inline uint32_t decode(const unsigned char* s, size_t n, size_t i, uint32_t& len
 
 // Class of the code point at s[i] (i < n); sets its length in bytes.
 inline uint8_t class_at(const unsigned char* s, size_t n, size_t i, uint32_t& len) {
-    const unsigned char b0 = s[i];
-    if (b0 < 0x80) {
+    const uint8_t c = kByte.cls[s[i]];
+    if (c != kMultiByte) {
         len = 1;
-        return kAscii.cls[b0];
+        return c;
     }
     return lookup_class(decode_multi(s, n, i, len));
 }
@@ -151,12 +153,12 @@ inline uint8_t class_at(const unsigned char* s, size_t n, size_t i, uint32_t& le
 // End of the maximal run of code points of class `cls` starting at j.
 inline size_t run_of(const unsigned char* s, size_t n, size_t j, uint8_t cls) {
     while (j < n) {
-        const unsigned char b = s[j];
-        if (b < 0x80) {
-            if (kAscii.cls[b] != cls) break;
+        const uint8_t c = kByte.cls[s[j]];
+        if (c == cls) {
             ++j;
             continue;
         }
+        if (c != kMultiByte) break;
         uint32_t len;
         if (lookup_class(decode_multi(s, n, j, len)) != cls) break;
         j += len;
