@@ -10,6 +10,10 @@
 
 #include <stdexcept>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "unicode_tables.h"
 
 namespace storygpt {
@@ -152,6 +156,25 @@ inline uint8_t class_at(const unsigned char* s, size_t n, size_t i, uint32_t& le
 
 // End of the maximal run of code points of class `cls` starting at j.
 inline size_t run_of(const unsigned char* s, size_t n, size_t j, uint8_t cls) {
+#if defined(__SSE2__)
+    if (cls == kLetter && j < n && s[j] < 0x80) {
+        // ASCII fast path: 16 bytes at a time, a byte is an ASCII letter iff
+        // (b | 0x20) is in 'a'..'z' (bytes >= 0x80 are negative as int8 and fail).
+        const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1), bit = _mm_set1_epi8(0x20);
+        while (j + 16 <= n) {
+            const __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j)), bit);
+            const unsigned m = static_cast<unsigned>(
+                _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi))));
+            if (m == 0xFFFF) {
+                j += 16;
+                continue;
+            }
+            j += static_cast<size_t>(__builtin_ctz(~m));
+            if (s[j] < 0x80) return j;  // an ASCII non-letter ends the run
+            break;                      // non-ASCII: decode below
+        }
+    }
+#endif
     while (j < n) {
         const uint8_t c = kByte.cls[s[j]];
         if (c == cls) {

@@ -225,6 +225,20 @@ def test_hand_written_bytes(data, pattern):
     check(data, pattern)
 
 
+def test_letter_runs_across_simd_blocks():
+    # The C++ letter-run scan reads 16 bytes at a time (SSE2); exercise every
+    # run length and position around the block edges, ASCII neighbours of the
+    # letter ranges ('@', '[', '`', '{'), non-ASCII letters and invalid bytes.
+    terminators = [b"", b"@", b"[", b"`", b"{", b"0", b" ", b"\n", b"'", b"\x7f", b"\xc3\xa9x", b"\xff",
+                   b"\xd0\x96", b"\xe4\xb8\xad", b"\xcc\x81", b"\xe2\x82"]
+    for prefix in (b"", b" ", b"'", b"..."):
+        for k in range(0, 40):
+            for t in terminators:
+                data = prefix + (b"aZ" * 20)[:k] + t + b"Qz"
+                for p in UNICODE:
+                    assert _bpe.pretokenize(data, p) == ref_pretokenize(data, p), (data, p)
+
+
 # Hand-computed expectations (an oracle independent of the regex engine).
 @pytest.mark.parametrize(
     "pattern, text, want",
