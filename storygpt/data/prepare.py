@@ -203,7 +203,9 @@ def encode_documents(
     ) as bar:
         for lo, hi in _batches(docs, batch_chars):
             t0 = time.perf_counter()
-            flat, offsets = tokenizer.encode_batch_numpy(list(docs[lo:hi]), num_threads=num_threads)
+            flat, offsets = tokenizer.encode_batch_numpy(
+                list(docs[lo:hi]), num_threads=num_threads, allowed_special=set()
+            )  # ordinary text: a literal "<|endoftext|>" inside a document stays text
             flat = np.asarray(flat)
             offsets = np.asarray(offsets, dtype=np.int64)
             ids = np.insert(flat, offsets[1:-1], eot)  # eot between the documents of this batch
@@ -332,14 +334,14 @@ def format_report(stats: dict) -> str:
         cpt = f"{s['chars_per_token']:.3f}" if s["chars_per_token"] else "-"
         lines.append(
             f"{split:<6} {s['documents']:>10,} {s['characters']:>13,} {s['tokens']:>12,} {cpt:>11} "
-            f"{unk:>9} {s['encode_seconds']:>9.2f}"
+            f"{unk:>9} {s['encode_seconds']:>9.3f}"
         )
     enc = sum(s["encode_seconds"] for s in stats["splits"].values())
     lines += [
         "",
-        f"seconds: read corpus {stats['read_seconds']:.2f}, train tokenizer {stats['train_seconds']:.2f}, "
-        f"encode {enc:.2f} ({stats['threads']} threads), "
-        f"write files {stats['write_text_seconds'] + sum(s['write_seconds'] for s in stats['splits'].values()):.2f}",
+        f"seconds: read corpus {stats['read_seconds']:.3f}, train tokenizer {stats['train_seconds']:.3f}, "
+        f"encode {enc:.3f} ({stats['threads']} threads), "
+        f"write files {stats['write_text_seconds'] + sum(s['write_seconds'] for s in stats['splits'].values()):.3f}",
         "",
     ]
     for d in stats["demo"]:
