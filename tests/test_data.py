@@ -52,6 +52,7 @@ def test_write_documents_round_trip(tmp_path):
     assert n == len(p.read_text())
     assert corpora.read_documents(p) == docs
     assert [x.name for x in p.parent.iterdir()] == ["docs.txt"]  # no temp file left
+    assert p.stat().st_mode & 0o777 == corpora.file_mode()  # not mkstemp's 0o600
 
 
 def test_read_documents_normalises_newlines_and_bom(tmp_path):
@@ -412,6 +413,34 @@ def test_prepare_writes_every_file(prepared):
     for kind in ("bpe", "word"):
         on_disk = json.loads((folder / f"stats-{kind}.json").read_text())
         assert on_disk["splits"] == stats[kind]["splits"]
+    for p in folder.iterdir():
+        assert p.stat().st_mode & 0o777 == corpora.file_mode(), p
+
+
+def test_encoding_streams_in_bounded_batches(prepared, tmp_path):
+    """encode_documents hands the encoder batches of about batch_chars characters (memory bound),
+    and the file is the same whatever the batch size."""
+    from storygpt.data.prepare import encode_documents
+
+    t = _tokenizers()
+    folder, corpus, _ = prepared
+    tok = t.load(folder / "tokenizer-bpe.json")
+    sizes = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(tok, name)
+
+        def encode_batch_numpy(self, texts, **kw):
+            sizes.append(sum(len(x) for x in texts))
+            return tok.encode_batch_numpy(texts, **kw)
+
+    longest = max(len(d) for d in corpus.train)
+    s1 = encode_documents(Recording(), corpus.train, tmp_path / "small.bin", 1, batch_chars=100, progress=False)
+    assert len(sizes) > 3 and max(sizes) < 100 + longest and sum(sizes) == s1["characters"]
+    encode_documents(tok, corpus.train, tmp_path / "one.bin", 1, batch_chars=1 << 30, progress=False)
+    assert np.array_equal(read_tokens(tmp_path / "small.bin"), read_tokens(tmp_path / "one.bin"))
+    assert np.array_equal(read_tokens(tmp_path / "one.bin"), read_tokens(folder / "train-bpe.bin"))
 
 
 def _split_at(ids: np.ndarray, sep: int) -> list[np.ndarray]:

@@ -68,6 +68,17 @@ class NetworkError(ConnectionError):
 # ---------------------------------------------------------------- text helpers
 
 
+def file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` would give (0o666 minus the umask).
+
+    ``tempfile.mkstemp`` creates 0o600 files; atomic writers chmod their
+    temporary file to this before renaming it into place.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def normalize_newlines(text: str) -> str:
     """``\\r\\n`` and lone ``\\r`` become ``\\n``; nothing else changes."""
     if "\r" not in text:
@@ -163,6 +174,7 @@ def write_documents(path: str | os.PathLike, docs: Iterable[str]) -> int:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     n = 0
     try:
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             first = True
             for doc in docs:
@@ -188,6 +200,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
@@ -416,6 +429,7 @@ def download(url: str, dest: str | os.PathLike, timeout: float = 30.0, desc: str
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
     try:
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "wb") as out:
             try:
                 req = urllib.request.Request(url, headers={"User-Agent": "storygpt-data/0.1"})

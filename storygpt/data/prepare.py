@@ -244,6 +244,7 @@ def save_tokenizer(tokenizer, path: str | os.PathLike) -> None:
     os.close(fd)
     try:
         tokenizer.save(tmp)
+        os.chmod(tmp, corpora.file_mode())
         os.replace(tmp, path)
     except BaseException:
         try:
