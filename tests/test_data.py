@@ -596,3 +596,45 @@ def test_data_py_tinystories_from_local_mirror(tmp_path, capsys):
     stats = json.loads((folder / "stats-word.json").read_text())
     assert stats["splits"]["valid"]["documents"] == len(expect_valid)
     assert "Zorblax" in cap.out
+
+
+# ---------------------------------------------------------------- token file header (no tokenizer needed)
+
+
+def test_header_round_trip_and_checks(tmp_path):
+    import struct
+
+    from storygpt.data.binfile import TokenWriter, write_tokens
+
+    fp = hashlib.sha256(b"some tokenizer").hexdigest()
+    ids = np.array([0, 1, 65535, 7, 258], dtype=np.int64)
+    small = tmp_path / "small.bin"
+    write_tokens(small, ids, fp, vocab_size=65536)
+    raw = small.read_bytes()
+    assert raw[:8] == b"SGPTTOK\0" and struct.unpack("<IIQ", raw[8:24]) == (1, 2, 5)
+    assert raw[24:56] == fp[:32].encode() and len(raw) == HEADER_SIZE + 2 * 5
+    got = read_tokens(small, fp)
+    assert got.dtype == np.uint16 and got.tolist() == ids.tolist()
+    big = tmp_path / "big.bin"
+    write_tokens(big, [65536, 3], fp, vocab_size=65537)
+    assert read_tokens(big).dtype == np.uint32 and read_tokens(big).tolist() == [65536, 3]
+    # checks: wrong tokenizer, wrong magic, truncated, wrong version
+    with pytest.raises(ValueError, match="small.bin: written by another tokenizer"):
+        read_tokens(small, hashlib.sha256(b"other").hexdigest())
+    (tmp_path / "magic.bin").write_bytes(b"XXXXXXX\0" + raw[8:])
+    with pytest.raises(ValueError, match="bad magic"):
+        read_tokens(tmp_path / "magic.bin")
+    (tmp_path / "trunc.bin").write_bytes(raw[:-1])
+    with pytest.raises(ValueError, match="truncated"):
+        read_tokens(tmp_path / "trunc.bin")
+    (tmp_path / "short.bin").write_bytes(raw[:10])
+    with pytest.raises(ValueError, match="not a storygpt token file"):
+        read_tokens(tmp_path / "short.bin")
+    (tmp_path / "version.bin").write_bytes(raw[:8] + struct.pack("<I", 99) + raw[12:])
+    with pytest.raises(ValueError, match="version 99"):
+        read_tokens(tmp_path / "version.bin")
+    # an id outside the vocabulary is refused and nothing is left behind
+    with pytest.raises(ValueError, match="token id 300 is outside the vocabulary"):
+        with TokenWriter(tmp_path / "bad.bin", fp, vocab_size=300) as w:
+            w.write([1, 2, 300])
+    assert not (tmp_path / "bad.bin").exists() and not list(tmp_path.glob("bad.bin.*"))
