@@ -635,3 +635,21 @@ def test_header_round_trip_and_checks(tmp_path):
         with TokenWriter(tmp_path / "bad.bin", fp, vocab_size=300) as w:
             w.write([1, 2, 300])
     assert not (tmp_path / "bad.bin").exists() and not list(tmp_path.glob("bad.bin.*"))
+
+
+def test_large_corpus_trains_from_train_txt(tmp_path, monkeypatch):
+    """Above TRAIN_FROM_FILE_CHARS the C++ trainer reads train.txt itself; the merges are the
+    reference trainer's on that file's bytes (separator lines are the special token)."""
+    from storygpt.data import prepare as prep
+    from storygpt.tokenizers import bpe_reference
+
+    _tokenizers()
+    monkeypatch.setattr(prep, "TRAIN_FROM_FILE_CHARS", 0)
+    corpus = prep.Corpus("big", TINY_DOCS[:9], TINY_DOCS[9:], "TINY_DOCS")
+    prep.prepare("bpe", corpus, tmp_path, vocab_size=290, pattern="gpt2", num_threads=1, progress=False)
+    tok = _tokenizers().load(tmp_path / "big" / "tokenizer-bpe.json")
+    text = (tmp_path / "big" / "train.txt").read_bytes()
+    ref = bpe_reference.train(text, 290, "gpt2", [b"<pad>", EOT.encode()])
+    assert [tuple(m[:2]) for m in tok.merges] == [tuple(m) for m in ref]
+    ids = read_tokens(tmp_path / "big" / "valid-bpe.bin", tok)
+    assert tok.decode(ids) == EOT.join(TINY_DOCS[9:])

@@ -44,7 +44,7 @@ DEFAULT_PATTERN = "gpt4"
 SPECIAL_TOKENS = ("<pad>", corpora.EOT)
 #: Above this many characters the BPE trainer reads train.txt itself (C++)
 #: instead of receiving the text from Python.
-TRAIN_FROM_FILE_CHARS = 256 << 20
+TRAIN_FROM_FILE_CHARS = 64 << 20
 
 
 @dataclass
