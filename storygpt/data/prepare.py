@@ -130,6 +130,7 @@ def train_tokenizer(
     pattern: str = DEFAULT_PATTERN,
     num_threads: int = 0,
     train_txt: str | os.PathLike | None = None,
+    progress: bool = False,
 ):
     """Train a tokenizer of ``kind`` ("bpe" or "word") on the training documents.
 
@@ -144,7 +145,7 @@ def train_tokenizer(
         raise ValueError(f"unknown tokenizer kind {kind!r}; expected 'bpe' or 'word'")
     vocab_size = vocab_size or DEFAULT_VOCAB[kind]
     if kind == "word":
-        return WordTokenizer.train(list(train_docs), vocab_size)
+        return WordTokenizer.train(list(train_docs), vocab_size, show_progress=progress)
     n_chars = sum(len(d) for d in train_docs)
     if n_chars > TRAIN_FROM_FILE_CHARS and train_txt is not None:
         source: Any = [str(train_txt)]
@@ -280,6 +281,8 @@ def prepare(
     Returns:
         The statistics (also written to ``out/NAME/stats-KIND.json``).
     """
+    if not corpus.name or corpus.name in (".", "..") or "/" in corpus.name or os.sep in corpus.name:
+        raise ValueError(f"corpus name {corpus.name!r} must be a plain folder name (no path separators)")
     folder = Path(out) / corpus.name
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -289,7 +292,7 @@ def prepare(
     if vocab_size is None:
         vocab_size = DEFAULT_VOCAB[kind]
     t0 = time.perf_counter()
-    tok = train_tokenizer(kind, corpus.train, vocab_size, pattern, num_threads, folder / "train.txt")
+    tok = train_tokenizer(kind, corpus.train, vocab_size, pattern, num_threads, folder / "train.txt", progress)
     train_s = time.perf_counter() - t0
     save_tokenizer(tok, folder / f"tokenizer-{kind}.json")
     splits = {}
