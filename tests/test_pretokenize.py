@@ -226,7 +226,7 @@ def test_hand_written_bytes(data, pattern):
 
 
 def test_letter_runs_across_simd_blocks():
-    # The C++ letter-run scan reads 16 bytes at a time (SSE2); exercise every
+    # The C++ letter-run (and simple word-run) scans read 16 bytes at a time (SSE2); exercise every
     # run length and position around the block edges, ASCII neighbours of the
     # letter ranges ('@', '[', '`', '{'), non-ASCII letters and invalid bytes.
     terminators = [b"", b"@", b"[", b"`", b"{", b"0", b" ", b"\n", b"'", b"\x7f", b"\xc3\xa9x", b"\xff",
@@ -234,8 +234,8 @@ def test_letter_runs_across_simd_blocks():
     for prefix in (b"", b" ", b"'", b"..."):
         for k in range(0, 40):
             for t in terminators:
-                data = prefix + (b"aZ" * 20)[:k] + t + b"Qz"
-                for p in UNICODE:
+                data = prefix + (b"aZ9" * 20)[:k] + t + b"Qz"
+                for p in ALL:
                     assert _bpe.pretokenize(data, p) == ref_pretokenize(data, p), (data, p)
 
 
@@ -389,6 +389,13 @@ def test_unknown_pattern_is_value_error():
         _bpe.pretokenize(b"abc", "gpt5")
     with pytest.raises(ValueError, match="unknown pre-tokenization pattern"):
         ref_pretokenize(b"abc", "gpt5")
+
+
+def test_str_input_is_type_error():
+    with pytest.raises(TypeError):
+        _bpe.pretokenize("text", "gpt2")
+    with pytest.raises(TypeError):
+        ref_pretokenize("text", "gpt2")
 
 
 def test_patterns_cover_reference_names():
