@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import subprocess
+import sys
 import time
 
 import pytest
@@ -66,6 +68,23 @@ def test_char_classes_match_installed_regex_for_every_code_point(all_code_points
             f"installed regex {regex.__version__} on {len(bad)} code points, first "
             f"{[hex(c) for c in bad[:10]]}; regenerate with: python scripts/gen_unicode_tables.py"
         )
+
+
+def test_committed_header_is_generator_output(tmp_path):
+    # The committed csrc/unicode_tables.h must be what scripts/gen_unicode_tables.py
+    # writes with the installed regex (comments and the version string aside).
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    out = tmp_path / "unicode_tables.h"
+    subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_unicode_tables.py"), "--out", str(out)],
+                   check=True, capture_output=True, timeout=120)
+
+    def body(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not ln.startswith("//") and "kRegexVersion" not in ln]
+
+    with open(os.path.join(root, "csrc", "unicode_tables.h"), encoding="ascii") as f:
+        committed = f.read()
+    assert body(out.read_text(encoding="ascii")) == body(committed), (
+        "csrc/unicode_tables.h is stale; regenerate with: python scripts/gen_unicode_tables.py")
 
 
 def test_char_classes_spot_values():
