@@ -73,5 +73,16 @@ void bind_pretokenize(py::module_& m) {
         py::arg("data"), py::arg("pattern") = "simple",
         "Number of chunks (int) of data; for timing split_chunks alone (into a reserved vector), "
         "without building Python objects.");
+    m.def(
+        "_pretokenize_ends_streaming",
+        [](py::bytes data, const std::string& pattern) {
+            storygpt::Pattern p = storygpt::parse_pattern(pattern);
+            std::string_view view = data;
+            std::vector<size_t> ends;
+            for (size_t pos = 0; pos < view.size();) ends.push_back(pos = storygpt::chunk_end(view, pos, p));
+            return ends;
+        },
+        py::arg("data"), py::arg("pattern") = "simple",
+        "Chunk end offsets (list[int]) computed with chunk_end one chunk at a time.");
     m.attr("_unicode_tables_regex_version") = storygpt::unicode_tables_regex_version();
 }

@@ -410,6 +410,14 @@ def test_unknown_pattern_is_value_error():
         ref_pretokenize(b"abc", "gpt5")
 
 
+@pytest.mark.parametrize("pattern", ALL)
+def test_chunk_end_streaming_equals_split(pattern):
+    data = "It's 12345 times\r\n\n  naïve 中文 😀!!\n ".encode() + b"\xff\xe2\x82 x  "
+    chunks = check(data, pattern)
+    ends = list(itertools.accumulate(len(c) for c in chunks))
+    assert _bpe._pretokenize_ends_streaming(data, pattern) == ends
+
+
 def test_str_input_is_type_error():
     with pytest.raises(TypeError):
         _bpe.pretokenize("text", "gpt2")
