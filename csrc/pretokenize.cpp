@@ -331,7 +331,11 @@ size_t match_gpt4(const unsigned char* s, size_t n, size_t i) {
         if (k1 == kLetter && b0 != '\r' && b0 != '\n') return run_of(s, n, i + len0 + len1, kLetter);
     }
     // ' ?[^\s\p{L}\p{N}]++[\r\n]*+'
-    if (k0 == kOther) return crlf_run(s, n, run_of(s, n, i + len0, kOther));
+    if (k0 == kOther) {
+        size_t j = i + len0;
+        if (k1 == kOther) j = run_of(s, n, j + len1, kOther);  // c1 is already decoded
+        return crlf_run(s, n, j);
+    }
     if (b0 == ' ' && k1 == kOther && i + 1 < n)
         return crlf_run(s, n, run_of(s, n, i + 1 + len1, kOther));
     return match_space<true>(s, n, i);
