@@ -27,22 +27,6 @@ PATTERNS = ["simple", "gpt2", "gpt4"]
 TIE_BREAKS = ["smallest_ids", "largest_bytes"]
 
 
-def _pattern_ready(pattern: str) -> bool:
-    """False only while the C++ pre-tokenizer says the pattern is not implemented yet."""
-    try:
-        _bpe.pretokenize(b"a", pattern)
-    except Exception as exc:  # noqa: BLE001 - the message decides
-        if "not implemented" in str(exc):
-            return False
-        raise
-    return True
-
-
-def need(pattern: str) -> None:
-    if not _pattern_ready(pattern):
-        pytest.skip(f"C++ pre-tokenization for {pattern!r} is not implemented yet (csrc/pretokenize.cpp)")
-
-
 # A small text the tests carry themselves: prose with punctuation, numbers,
 # contractions, repeated words, non-ASCII letters, runs of white space.
 _WORDS = (
@@ -104,7 +88,6 @@ def triples(merges):
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_train_matches_reference_small_text(pattern, tie_break):
-    need(pattern)
     expected = ref_train(SMALL, 256 + 220, pattern=pattern, tie_break=tie_break)
     got = _bpe.train(SMALL, vocab_size=256 + 220, pattern=pattern, tie_break=tie_break)
     assert len(expected) >= 200
@@ -114,7 +97,6 @@ def test_train_matches_reference_small_text(pattern, tie_break):
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_train_matches_reference_real_text(pattern, tie_break):
-    need(pattern)
     data = _corpus(100_000)
     expected = ref_train(data, 256 + 200, pattern=pattern, tie_break=tie_break)
     got = _bpe.train(data, vocab_size=256 + 200, pattern=pattern, tie_break=tie_break)
@@ -242,7 +224,6 @@ def test_train_accepts_str_and_paths(tmp_path):
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_encode_matches_reference_trained_merges(pattern):
-    need(pattern)
     merges = ref_train(SMALL, 256 + 220, pattern=pattern)
     text = _small_text(seed=7, n_words=1500) + "Unseen wörds: zebra-crossing, 99 bottles.".encode()
     enc = _bpe.Encoder(triples(merges), pattern=pattern)
@@ -346,7 +327,6 @@ def trained_merges():
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("case", sorted(ROUND_TRIP))
 def test_round_trip(case, pattern, trained_merges):
-    need(pattern)
     text = ROUND_TRIP[case]
     enc = _bpe.Encoder(triples(trained_merges), pattern=pattern)
     ids = enc.encode(text)
@@ -375,8 +355,6 @@ _ENC_CACHE: dict = {}
     pattern=st.sampled_from(PATTERNS),
 )
 def test_hypothesis_train_and_encode_match_reference(text, tie_break, pattern):
-    if not _pattern_ready(pattern):
-        pattern = "simple"
     data = text.encode("utf-8", errors="surrogatepass")
     merges = _bpe.train(data, vocab_size=256 + 25, tie_break=tie_break, pattern=pattern)
     assert merges == ref.train(data, 256 + 25, tie_break=tie_break, pattern=pattern)
@@ -525,7 +503,6 @@ def _straddle_text() -> bytes:
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("window", [1, 5, 64, 100, 4096])
 def test_encode_file_streaming_equals_whole(tmp_path, trained_merges, pattern, window):
-    need(pattern)
     data = _straddle_text()
     p = tmp_path / "f.txt"
     p.write_bytes(data)
@@ -644,7 +621,6 @@ def test_gpt2_vocabulary_known_answers_and_tiktoken():
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_parallel_pretokenization_equals_serial(pattern):
-    need(pattern)
     texts = [
         _small_text(seed=31, n_words=4000),
         _straddle_text() * 8,
