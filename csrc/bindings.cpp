@@ -242,10 +242,30 @@ Returns numpy.ndarray[uint32], equal to encode(open(path, 'rb').read()).
 Raises OSError (FileNotFoundError) naming the path.)doc")
         .def(
             "decode",
-            [](const storygpt::Encoder& enc, py::array_t<int64_t, py::array::c_style | py::array::forcecast> ids) {
-                if (ids.ndim() != 1) throw py::value_error("decode takes a 1-D sequence of ids");
-                const int64_t* p = ids.data();
-                size_t n = static_cast<size_t>(ids.size());
+            [](const storygpt::Encoder& enc, py::object ids) {
+                using Arr = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+                std::vector<int64_t> owned;
+                const int64_t* p = nullptr;
+                size_t n = 0;
+                Arr arr = Arr::ensure(ids);
+                if (arr) {
+                    if (arr.ndim() != 1) throw py::value_error("decode takes a 1-D sequence of ids");
+                    p = arr.data();
+                    n = static_cast<size_t>(arr.size());
+                } else {  // not convertible by numpy (huge ints, a generator, ...): one by one
+                    PyErr_Clear();
+                    for (auto item : ids) {
+                        py::object v = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+                        if (!v) throw py::error_already_set();
+                        int overflow = 0;
+                        long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+                        if (overflow != 0)
+                            throw py::value_error("unknown token id " + std::string(py::str(v)));
+                        owned.push_back(static_cast<int64_t>(x));
+                    }
+                    p = owned.data();
+                    n = owned.size();
+                }
                 std::string out;
                 {
                     py::gil_scoped_release release;

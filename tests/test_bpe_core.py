@@ -540,6 +540,10 @@ def test_decode_accepts_lists_and_arrays_and_names_unknown_ids(trained_merges):
         enc.decode([104, 123456])
     with pytest.raises(ValueError, match="unknown token id -1"):
         enc.decode([-1])
+    with pytest.raises(ValueError, match=f"unknown token id {2**70}"):
+        enc.decode([104, 2**70])
+    assert enc.decode(int(t) for t in ids) == b"hello there"  # any iterable, like the reference
+    assert enc.decode(ids.astype(np.uint16)) == b"hello there"
     with pytest.raises(ValueError, match="unknown token id 99999"):
         enc.token_bytes(99999)
     for i, (a, b) in enumerate(trained_merges):
