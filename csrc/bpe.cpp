@@ -774,6 +774,7 @@ void Encoder::encode_small(const unsigned char* p, size_t n, std::vector<uint32_
 // recognised by re-checking the pair at that position.  O(n log n).
 void Encoder::encode_large(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
     constexpr uint32_t kNone = UINT32_MAX;
+    if (n >= kNone) throw std::length_error("a pre-tokenization chunk of 4 GiB or more cannot be encoded");
     std::vector<uint32_t> sym(n), nxt(n), prv(n);
     std::vector<uint8_t> dead(n, 0);
     std::vector<uint64_t> heap;

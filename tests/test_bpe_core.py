@@ -635,3 +635,20 @@ def test_parallel_pretokenization_equals_serial(pattern):
         for threads, segment in ((2, 64), (3, 500), (2, 4096), (1, 64)):
             got = _bpe._split_chunks_parallel(data, pattern, threads, segment).tolist()
             assert got == expected, (threads, segment)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_whole_corpus_threads_and_streaming(tmp_path, pattern):
+    """Whole shared corpus: merges identical for 1 and 2 threads (big pieces
+    pre-tokenized in parallel), and encode_file == encode == encode_batch."""
+    data = _corpus(20_000_000)
+    one = _bpe.train(data, vocab_size=256 + 2000, pattern=pattern, num_threads=1)
+    assert _bpe.train(data, vocab_size=256 + 2000, pattern=pattern, num_threads=2) == one
+    enc = _bpe.Encoder(triples(one), pattern=pattern)
+    whole = enc.encode(data)
+    assert enc.decode(whole) == data
+    assert np.array_equal(enc.encode_file(CORPUS, window_bytes=1 << 20, num_threads=2), whole)
+    docs = data.split(b"<|endoftext|>")
+    ids, off = enc.encode_batch(docs, num_threads=2)
+    assert np.array_equal(ids[off[0] : off[1]], enc.encode(docs[0]))
