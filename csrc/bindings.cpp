@@ -143,6 +143,29 @@ Raises:
     OSError (FileNotFoundError): an unreadable file, named in the message.)doc");
 
     m.def(
+        "chunk_counts",
+        [](const py::bytes& data, const std::string& pattern, py::object special_tokens, int num_threads) {
+            storygpt::TrainOptions opt;
+            opt.pattern = storygpt::parse_pattern(pattern);
+            opt.num_threads = num_threads;
+            if (!special_tokens.is_none())
+                for (auto s : special_tokens) opt.special_tokens.push_back(to_bytes(s, "special token"));
+            std::vector<std::string_view> texts{view_of(data)};
+            std::vector<std::pair<std::string, int64_t>> counts;
+            {
+                py::gil_scoped_release release;
+                counts = storygpt::chunk_counts(texts, opt);
+            }
+            py::dict out;
+            for (const auto& kv : counts) out[py::bytes(kv.first)] = kv.second;
+            return out;
+        },
+        py::arg("data"), py::arg("pattern") = "simple", py::arg("special_tokens") = py::list(),
+        py::arg("num_threads") = 1,
+        "dict[bytes, int]: each distinct chunk and its count, exactly as train() counts them "
+        "(special tokens split the text and are left out); same as bpe_reference.count_chunks.");
+
+    m.def(
         "_split_chunks_parallel",
         [](const py::bytes& data, const std::string& pattern, int num_threads, size_t segment_bytes) {
             std::string_view v = view_of(data);

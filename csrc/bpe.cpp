@@ -325,42 +325,63 @@ struct HeapEntry {
 
 // Counts the distinct chunks of all pieces (ordinary text between special
 // tokens) on `threads` threads; the counts do not depend on the thread count.
+// Memory beyond the text stays bounded: small pieces are split and counted
+// one per task; a big piece is streamed in windows (as Encoder::encode_file
+// does), each pre-tokenized by split_chunks_parallel and counted in parallel.
 std::vector<ChunkCounts::Entry> count_chunks(const std::vector<std::string_view>& pieces,
                                              Pattern pattern, int threads) {
-    // Phase A: pre-tokenize each piece: big pieces one at a time on all
-    // threads, the others side by side (pieces are independent).
-    constexpr size_t kSegment = size_t(1) << 20;
-    std::vector<std::vector<size_t>> ends(pieces.size());
-    std::vector<size_t> small;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-        if (threads > 1 && pieces[i].size() >= 2 * kSegment)
-            split_chunks_parallel(pieces[i], pattern, threads, kSegment, ends[i]);
-        else
-            small.push_back(i);
-    }
-    parallel_for(small.size(), threads,
-                 [&](size_t k, size_t) { split_chunks(pieces[small[k]], pattern, ends[small[k]]); });
-
-    // Phase B: count chunks in tasks of at most kTask chunks, one map per worker.
-    constexpr size_t kTask = 1 << 15;
-    struct Task {
-        uint32_t piece;
-        size_t lo, hi;
-    };
-    std::vector<Task> tasks;
-    for (uint32_t p = 0; p < pieces.size(); ++p)
-        for (size_t lo = 0; lo < ends[p].size(); lo += kTask)
-            tasks.push_back(Task{p, lo, std::min(ends[p].size(), lo + kTask)});
-    size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(threads), tasks.size()));
+    constexpr size_t kSegment = size_t(1) << 20;  // parallel pre-tokenization unit
+    constexpr size_t kBig = size_t(4) << 20;      // pieces above this are streamed
+    constexpr size_t kWindow = size_t(32) << 20;  // streaming window
+    constexpr size_t kMargin = 64;                // see Encoder::encode_file
+    constexpr size_t kTask = size_t(1) << 15;     // chunks per counting task
+    const size_t workers = static_cast<size_t>(std::max(threads, 1));
     std::vector<ChunkCounts> maps(workers);
-    parallel_for(tasks.size(), static_cast<int>(workers), [&](size_t t, size_t w) {
-        const Task& task = tasks[t];
-        std::string_view piece = pieces[task.piece];
-        const std::vector<size_t>& e = ends[task.piece];
-        size_t start = task.lo == 0 ? 0 : e[task.lo - 1];
-        for (size_t k = task.lo; k < task.hi; ++k) {
-            maps[w].add(piece.substr(start, e[k] - start));
-            start = e[k];
+
+    std::vector<size_t> small;
+    std::vector<size_t> ends;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+        std::string_view piece = pieces[p];
+        if (piece.size() <= kBig) {
+            small.push_back(p);
+            continue;
+        }
+        size_t pos = 0, window = kWindow;
+        while (pos < piece.size()) {
+            const size_t view_end = std::min(piece.size(), pos + window);
+            std::string_view view = piece.substr(pos, view_end - pos);
+            ends.clear();
+            split_chunks_parallel(view, pattern, threads, kSegment, ends);
+            size_t cut = ends.size();
+            if (view_end < piece.size()) {
+                const size_t limit = view.size() > kMargin ? view.size() - kMargin : 0;
+                while (cut > 0 && ends[cut - 1] > limit) --cut;
+            }
+            if (cut == 0) {  // one chunk longer than the window: widen it
+                window *= 2;
+                continue;
+            }
+            const size_t n_tasks = (cut + kTask - 1) / kTask;
+            parallel_for(n_tasks, threads, [&](size_t t, size_t w) {
+                const size_t lo = t * kTask, hi = std::min(cut, lo + kTask);
+                size_t start = lo == 0 ? 0 : ends[lo - 1];
+                for (size_t k = lo; k < hi; ++k) {
+                    maps[w].add(view.substr(start, ends[k] - start));
+                    start = ends[k];
+                }
+            });
+            pos += ends[cut - 1];
+            window = kWindow;
+        }
+    }
+    parallel_for(small.size(), threads, [&](size_t i, size_t w) {
+        std::string_view piece = pieces[small[i]];
+        std::vector<size_t> e;
+        split_chunks(piece, pattern, e);
+        size_t start = 0;
+        for (size_t k : e) {
+            maps[w].add(piece.substr(start, k - start));
+            start = k;
         }
     });
     for (size_t w = 1; w < maps.size(); ++w)
@@ -370,6 +391,31 @@ std::vector<ChunkCounts::Entry> count_chunks(const std::vector<std::string_view>
 }
 
 }  // namespace
+
+namespace {
+std::vector<std::string_view> split_pieces(const std::vector<std::string_view>& texts,
+                                           const std::vector<std::string>& special_tokens) {
+    std::vector<std::string_view> pieces;
+    SpecialSplitter splitter(special_tokens);
+    for (std::string_view t : texts) {
+        if (splitter.empty()) {
+            if (!t.empty()) pieces.push_back(t);
+        } else {
+            splitter.split(t, [&](std::string_view p) { pieces.push_back(p); }, [](uint32_t) {});
+        }
+    }
+    return pieces;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> chunk_counts(const std::vector<std::string_view>& texts,
+                                                          const TrainOptions& opt) {
+    std::vector<std::string_view> pieces = split_pieces(texts, opt.special_tokens);
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& e : count_chunks(pieces, opt.pattern, resolve_threads(opt.num_threads)))
+        out.emplace_back(std::string(e.data, e.size), e.count);
+    return out;
+}
 
 std::vector<Merge> train(const std::vector<std::string_view>& texts,
                          const std::vector<std::string>& files, const TrainOptions& opt) {
@@ -390,15 +436,7 @@ std::vector<Merge> train(const std::vector<std::string_view>& texts,
     parallel_for(files.size(), threads, [&](size_t i, size_t) { contents[i] = read_file(files[i]); });
     std::vector<std::string_view> all(texts);
     for (const auto& c : contents) all.emplace_back(c);
-    std::vector<std::string_view> pieces;
-    SpecialSplitter splitter(opt.special_tokens);
-    for (std::string_view t : all) {
-        if (splitter.empty()) {
-            if (!t.empty()) pieces.push_back(t);
-        } else {
-            splitter.split(t, [&](std::string_view p) { pieces.push_back(p); }, [](uint32_t) {});
-        }
-    }
+    std::vector<std::string_view> pieces = split_pieces(all, opt.special_tokens);
 
     std::vector<Merge> merges;
     if (n_merges == 0) return merges;

@@ -130,6 +130,12 @@ using Merge = std::pair<uint32_t, uint32_t>;
 std::vector<Merge> train(const std::vector<std::string_view>& texts,
                          const std::vector<std::string>& files, const TrainOptions& options);
 
+// The distinct chunks and their counts exactly as train() counts them (texts
+// split around opt.special_tokens, pre-tokenized with opt.pattern, on
+// opt.num_threads threads); in no particular order.  For tests and statistics.
+std::vector<std::pair<std::string, int64_t>> chunk_counts(const std::vector<std::string_view>& texts,
+                                                          const TrainOptions& opt);
+
 // ---------------------------------------------------------------------------
 // Encoding
 // ---------------------------------------------------------------------------

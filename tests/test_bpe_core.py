@@ -162,6 +162,14 @@ def test_special_tokens_never_inside_merges():
     assert any(b"|" in enc2.token_bytes(256 + i) for i in range(len(plain)))
 
 
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_chunk_counts_match_reference(pattern):
+    data = b"<|endoftext|>".join(_small_text(seed=s, n_words=300) for s in range(4)) + _straddle_text()
+    for threads in (1, 2):
+        got = _bpe.chunk_counts(data, pattern, [b"<|endoftext|>"], threads)
+        assert got == dict(ref.count_chunks(data, pattern, [b"<|endoftext|>"]))
+
+
 def test_special_tokens_longest_match_wins():
     # at a position where both start, the longer special token wins
     data = b"xx<ab>yy<ab>c<a" * 40 + b"<a" + b"xy<ab>cxy"
@@ -652,3 +660,18 @@ def test_whole_corpus_threads_and_streaming(tmp_path, pattern):
     docs = data.split(b"<|endoftext|>")
     ids, off = enc.encode_batch(docs, num_threads=2)
     assert np.array_equal(ids[off[0] : off[1]], enc.encode(docs[0]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", [1, 2])
+def test_big_piece_streamed_in_windows(threads):
+    """A 47 MB text with no special token is counted in several 32 MB windows.
+    The corpus ends with a new line and starts with a letter, so three copies
+    have exactly three times its chunks: the merges must be the same."""
+    data = _corpus(20_000_000)
+    assert data.endswith(b"\n") and data[:1].isalpha()
+    once = _bpe.train(data, vocab_size=256 + 300, num_threads=threads)
+    assert _bpe.train(data * 3, vocab_size=256 + 300, num_threads=threads) == once
+    counts = _bpe.chunk_counts(data, num_threads=threads)
+    assert counts == ref.count_chunks(data, "simple")
+    assert _bpe.chunk_counts(data * 3, num_threads=threads) == {k: 3 * v for k, v in counts.items()}
