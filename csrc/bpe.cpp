@@ -611,57 +611,49 @@ constexpr size_t kMaxCachedChunk = 256;  // longer chunks are not cached
 constexpr size_t kFileMargin = 64;    // see encode_file
 }  // namespace
 
-// Thread-safe bounded cache chunk bytes -> ids: 64 shards, each a mutex and
-// an open-addressing table over two arenas (key bytes, ids).  A shard that
-// fills up is cleared.
-class ChunkCache {
+// Bounded map chunk bytes -> ids (not synchronised): an open-addressing table
+// over two arenas (key bytes, ids); when full it is cleared.
+class CacheTable {
    public:
-    static constexpr size_t kShards = 64;
-    static constexpr size_t kSlots = 1 << 14;        // per shard, power of two
-    static constexpr size_t kMaxEntries = kSlots / 2;
-    static constexpr size_t kMaxKeyBytes = 1 << 19;  // per shard
+    CacheTable(size_t slots, size_t max_key_bytes) : slots_n_(slots), max_key_bytes_(max_key_bytes) {}
 
-    bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) {
-        Shard& sh = shards_[h >> 58];
-        std::lock_guard<std::mutex> lock(sh.mu);
-        if (sh.slots.empty()) return false;
-        size_t i = h & (kSlots - 1);
+    bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) const {
+        if (slots_.empty()) return false;
+        size_t i = h & (slots_n_ - 1);
         for (;;) {
-            uint32_t e = sh.slots[i];
+            uint32_t e = slots_[i];
             if (e == UINT32_MAX) return false;
-            const Entry& en = sh.entries[e];
-            if (en.hash == h && en.key_len == n && std::memcmp(sh.keys.data() + en.key_off, p, n) == 0) {
-                out.insert(out.end(), sh.ids.begin() + en.ids_off, sh.ids.begin() + en.ids_off + en.ids_len);
+            const Entry& en = entries_[e];
+            if (en.hash == h && en.key_len == n && std::memcmp(keys_.data() + en.key_off, p, n) == 0) {
+                out.insert(out.end(), ids_.begin() + en.ids_off, ids_.begin() + en.ids_off + en.ids_len);
                 return true;
             }
-            i = (i + 1) & (kSlots - 1);
+            i = (i + 1) & (slots_n_ - 1);
         }
     }
 
     void put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t m) {
-        Shard& sh = shards_[h >> 58];
-        std::lock_guard<std::mutex> lock(sh.mu);
-        if (sh.slots.empty()) sh.slots.assign(kSlots, UINT32_MAX);
-        if (sh.entries.size() >= kMaxEntries || sh.keys.size() + n > kMaxKeyBytes) {
-            std::fill(sh.slots.begin(), sh.slots.end(), UINT32_MAX);
-            sh.entries.clear();
-            sh.keys.clear();
-            sh.ids.clear();
+        if (slots_.empty()) slots_.assign(slots_n_, UINT32_MAX);
+        if (entries_.size() >= slots_n_ / 2 || keys_.size() + n > max_key_bytes_) {
+            std::fill(slots_.begin(), slots_.end(), UINT32_MAX);
+            entries_.clear();
+            keys_.clear();
+            ids_.clear();
         }
-        size_t i = h & (kSlots - 1);
+        size_t i = h & (slots_n_ - 1);
         for (;;) {
-            uint32_t e = sh.slots[i];
+            uint32_t e = slots_[i];
             if (e == UINT32_MAX) break;
-            const Entry& en = sh.entries[e];
-            if (en.hash == h && en.key_len == n && std::memcmp(sh.keys.data() + en.key_off, p, n) == 0)
-                return;  // another thread got there first
-            i = (i + 1) & (kSlots - 1);
+            const Entry& en = entries_[e];
+            if (en.hash == h && en.key_len == n && std::memcmp(keys_.data() + en.key_off, p, n) == 0)
+                return;  // already there
+            i = (i + 1) & (slots_n_ - 1);
         }
-        sh.slots[i] = static_cast<uint32_t>(sh.entries.size());
-        sh.entries.push_back(Entry{h, static_cast<uint32_t>(sh.keys.size()), static_cast<uint32_t>(n),
-                                   static_cast<uint32_t>(sh.ids.size()), static_cast<uint32_t>(m)});
-        sh.keys.append(reinterpret_cast<const char*>(p), n);
-        sh.ids.insert(sh.ids.end(), ids, ids + m);
+        slots_[i] = static_cast<uint32_t>(entries_.size());
+        entries_.push_back(Entry{h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(n),
+                                 static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(m)});
+        keys_.append(reinterpret_cast<const char*>(p), n);
+        ids_.insert(ids_.end(), ids, ids + m);
     }
 
    private:
@@ -669,14 +661,42 @@ class ChunkCache {
         uint64_t hash;
         uint32_t key_off, key_len, ids_off, ids_len;
     };
+    size_t slots_n_;  // power of two
+    size_t max_key_bytes_;
+    std::vector<uint32_t> slots_;
+    std::vector<Entry> entries_;
+    std::string keys_;
+    std::vector<uint32_t> ids_;
+};
+
+// Thread-safe bounded cache shared by all users of one Encoder: 64 shards
+// chosen by the chunk hash, each a mutex and a CacheTable.
+class ChunkCache {
+   public:
+    static constexpr size_t kShards = 64;
+    bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) {
+        Shard& sh = shards_[h >> 58];
+        std::lock_guard<std::mutex> lock(sh.mu);
+        return sh.table.get(p, n, h, out);
+    }
+    void put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t m) {
+        Shard& sh = shards_[h >> 58];
+        std::lock_guard<std::mutex> lock(sh.mu);
+        sh.table.put(p, n, h, ids, m);
+    }
+
+   private:
     struct Shard {
         std::mutex mu;
-        std::vector<uint32_t> slots;
-        std::vector<Entry> entries;
-        std::string keys;
-        std::vector<uint32_t> ids;
+        CacheTable table{size_t(1) << 14, size_t(1) << 19};
     };
     Shard shards_[kShards];
+};
+
+// A worker's private front cache for bulk calls (no locking on hits).
+class LocalCache : public CacheTable {
+   public:
+    LocalCache() : CacheTable(size_t(1) << 15, size_t(1) << 20) {}
 };
 
 Encoder::~Encoder() = default;
@@ -867,7 +887,7 @@ void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vecto
         encode_large(p, n, out);
 }
 
-void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
+void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const {
     if (n == 1) {
         out.push_back(byte_ids_[p[0]]);
         return;
@@ -876,28 +896,40 @@ void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_
         encode_chunk_uncached(p, n, out);
         return;
     }
-    uint64_t h = hash_bytes(p, n);
-    if (cache_->get(p, n, h, out)) return;
-    size_t before = out.size();
-    encode_chunk_uncached(p, n, out);
-    cache_->put(p, n, h, out.data() + before, out.size() - before);
+    const uint64_t h = hash_bytes(p, n);
+    if (local && local->get(p, n, h, out)) return;
+    const size_t before = out.size();
+    if (!cache_->get(p, n, h, out)) {
+        encode_chunk_uncached(p, n, out);
+        cache_->put(p, n, h, out.data() + before, out.size() - before);
+    }
+    if (local) local->put(p, n, h, out.data() + before, out.size() - before);
 }
 
 void Encoder::encode_chunks(std::string_view data, const size_t* ends, size_t n_chunks, size_t first_start,
-                            std::vector<uint32_t>& out) const {
+                            std::vector<uint32_t>& out, LocalCache* local) const {
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     size_t start = first_start;
     for (size_t k = 0; k < n_chunks; ++k) {
-        encode_chunk(base + start, ends[k] - start, out);
+        encode_chunk(base + start, ends[k] - start, out, local);
         start = ends[k];
     }
 }
 
 void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
+    if (data.size() >= (size_t(1) << 16)) {  // big enough to pay for a private front cache
+        LocalCache local;
+        encode_with(data, out, &local);
+    } else {
+        encode_with(data, out, nullptr);
+    }
+}
+
+void Encoder::encode_with(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const {
     std::vector<size_t> ends;
     split_chunks(data, pattern_, ends);
     out.reserve(out.size() + data.size() / 3);
-    encode_chunks(data, ends.data(), ends.size(), 0, out);
+    encode_chunks(data, ends.data(), ends.size(), 0, out, local);
 }
 
 void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_threads,
@@ -920,11 +952,13 @@ void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_t
     const size_t n_groups = group_start.size() - 1;
     std::vector<std::vector<uint32_t>> group_ids(n_groups);
     std::vector<int64_t> lens(texts.size(), 0);
-    parallel_for(n_groups, threads, [&](size_t g, size_t) {
+    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    parallel_for(n_groups, threads, [&](size_t g, size_t w) {
+        if (!locals[w]) locals[w].reset(new LocalCache());
         auto& out = group_ids[g];
         for (size_t i = group_start[g]; i < group_start[g + 1]; ++i) {
             size_t before = out.size();
-            encode(texts[i], out);
+            encode_with(texts[i], out, locals[w].get());
             lens[i] = static_cast<int64_t>(out.size() - before);
         }
     });
@@ -962,6 +996,8 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
     std::string buf;
     std::vector<size_t> ends;
     size_t want = window_bytes;
+    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    for (auto& l : locals) l.reset(new LocalCache());
     for (;;) {
         size_t old = buf.size();
         buf.resize(old + want);
@@ -983,12 +1019,13 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
             std::string_view view(buf);
             const size_t t = std::min<size_t>(static_cast<size_t>(threads), (cut + 4095) / 4096);
             if (t <= 1) {
-                encode_chunks(view, ends.data(), cut, 0, out);
+                encode_chunks(view, ends.data(), cut, 0, out, locals[0].get());
             } else {
                 std::vector<std::vector<uint32_t>> parts(t);
-                parallel_for(t, static_cast<int>(t), [&](size_t part, size_t) {
+                parallel_for(t, static_cast<int>(t), [&](size_t part, size_t w) {
                     size_t lo = cut * part / t, hi = cut * (part + 1) / t;
-                    encode_chunks(view, ends.data() + lo, hi - lo, lo == 0 ? 0 : ends[lo - 1], parts[part]);
+                    encode_chunks(view, ends.data() + lo, hi - lo, lo == 0 ? 0 : ends[lo - 1], parts[part],
+                                  locals[w].get());
                 });
                 for (auto& pv : parts) out.insert(out.end(), pv.begin(), pv.end());
             }

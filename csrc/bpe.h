@@ -145,6 +145,7 @@ struct MergeRule {
 };
 
 class ChunkCache;  // thread-safe bounded chunk -> ids cache (bpe.cpp)
+class LocalCache;  // one worker's private front cache in bulk calls (bpe.cpp)
 
 // General-form BPE encoder, exactly bpe_reference.Encoder: inside each chunk
 // the adjacent pair with the lowest rank is merged (leftmost on equal ranks),
@@ -191,9 +192,10 @@ class Encoder {
     void encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
 
    private:
-    void encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+    void encode_with(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const;
+    void encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const;
     void encode_chunks(std::string_view data, const size_t* ends, size_t n_chunks, size_t first_start,
-                       std::vector<uint32_t>& out) const;
+                       std::vector<uint32_t>& out, LocalCache* local) const;
     // rank index << 32 | new id, or kNoMerge
     uint64_t lookup(uint32_t a, uint32_t b) const;
     void encode_small(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
