@@ -55,7 +55,7 @@ def tiktoken_tok(name: str, backend: str) -> BPETokenizer:
 
 
 def documents(name: str) -> list[str]:
-    text = (CORPORA / name).read_text(encoding="utf-8")
+    text = (CORPORA / name).read_bytes().decode("utf-8")
     return [d for d in text.split("\n<|endoftext|>\n") if d]
 
 
