@@ -247,19 +247,22 @@ def test_lone_surrogates_become_replacement_char(backend):
 
 
 @needs_cache
-def test_decode_joins_bytes_before_utf8():
-    tok = tiktoken_tok("gpt2", "reference")
-    text = "中文 и русский 🤖"
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decode_joins_bytes_before_utf8(backend):
+    tok = tiktoken_tok("gpt2", backend)
+    text = "中文 и русский 🤖<|endoftext|>x<|endoftext|>"
     ids = tok.encode(text)
     assert any("\ufffd" in tok.decode([i]) for i in ids)  # some tokens hold part of a character
     assert tok.decode(ids) == text
     assert tok.decode_bytes(ids) == text.encode("utf-8")
     assert tok.decode(np.array(ids, dtype=np.uint32)) == text
-    assert tok.decode(ids[:-1]).endswith("\ufffd")
+    cut = tok.encode("中文 и русский 🤖")[:-1]  # the emoji's last byte is missing
+    assert tok.decode(cut).endswith("\ufffd") and tok.decode(cut)[:-1] == "中文 и русский "
     with pytest.raises(ValueError, match="unknown token id 50257"):
         tok.decode([1, 50257])
     with pytest.raises(ValueError, match="unknown token id -1"):
         tok.decode([-1])
+    assert tok.decode([]) == "" and tok.decode_bytes(iter([50256, 220])) == b"<|endoftext|> "
 
 
 # ---------------------------------------------------------------------- training

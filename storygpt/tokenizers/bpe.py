@@ -177,6 +177,9 @@ class BPETokenizer(Tokenizer):
         for s, i in self._special.items():
             self._id_bytes[i] = s.encode("utf-8")
         self._vocab_size = size
+        self._known = np.array([b is not None for b in self._id_bytes], dtype=bool)
+        self._is_special = np.zeros(size, dtype=bool)
+        self._is_special[list(self._special.values())] = True
 
         if backend == "cpp":
             self._encoder = _load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
@@ -688,15 +691,34 @@ class BPETokenizer(Tokenizer):
         Raises:
             ValueError: an unknown id (named).
         """
-        tb = self._id_bytes
-        n = self._vocab_size
-        try:
-            return b"".join([tb[i] if 0 <= i < n else None for i in map(int, ids)])  # type: ignore[misc]
-        except TypeError:
-            for i in map(int, ids):
-                if not (0 <= i < n) or tb[i] is None:
-                    raise ValueError(f"unknown token id {i} (vocab_size {n})") from None
-            raise
+        arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids))
+        if arr.size == 0:
+            return b""
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ValueError(f"ids must be a 1-D sequence of integers, got shape {arr.shape} dtype {arr.dtype}")
+        arr = arr.astype(np.int64, copy=False)
+        bad = (arr < 0) | (arr >= self._vocab_size)
+        if not bad.any():
+            bad = ~self._known[arr]
+        if bad.any():
+            i = int(arr[np.argmax(bad)])
+            raise ValueError(f"unknown token id {i} (vocab_size {self._vocab_size})")
+        if self.backend != "cpp":
+            return b"".join(map(self._id_bytes.__getitem__, arr.tolist()))
+        # C++ decode for runs of ordinary ids; special tokens (unknown to the encoder) in between
+        special_at = np.flatnonzero(self._is_special[arr])
+        if special_at.size == 0:
+            return self._encoder.decode(arr.astype(np.uint32))
+        parts = []
+        start = 0
+        for k in special_at.tolist():
+            if k > start:
+                parts.append(self._encoder.decode(arr[start:k].astype(np.uint32)))
+            parts.append(self._id_bytes[int(arr[k])])
+            start = k + 1
+        if start < arr.size:
+            parts.append(self._encoder.decode(arr[start:].astype(np.uint32)))
+        return b"".join(parts)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Decode ids to text: all bytes joined, then UTF-8 with ``errors="replace"``.
@@ -707,8 +729,6 @@ class BPETokenizer(Tokenizer):
         Raises:
             ValueError: an unknown id (named).
         """
-        if isinstance(ids, np.ndarray):
-            ids = ids.tolist()
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     # --------------------------------------------------------------- storage
