@@ -193,26 +193,30 @@ class BPETokenizer(Tokenizer):
             if b in by_bytes:
                 raise ValueError(f"merge_rule 'ranks' needs distinct tokens; {b!r} has ids {by_bytes[b]} and {i}")
             by_bytes[b] = i
-        out = []
+        merges: list[tuple[int, int, int]] = []
+        ranks: list[int] = []
         unreachable = []
-        for b, i in by_bytes.items():
-            if len(b) < 2:
+        get = by_bytes.get
+        # shorter tokens first (then by id), so that every part is defined before it is used
+        for i, b in sorted(self._vocab.items(), key=lambda kv: (len(kv[1]), kv[0])):
+            n = len(b)
+            if n < 2:
                 continue
-            found = False
-            for k in range(1, len(b)):
-                left = by_bytes.get(b[:k])
-                right = by_bytes.get(b[k:]) if left is not None else None
-                if right is not None:
-                    out.append((len(b), i, left, right))
-                    found = True
-            if not found:
+            before = len(merges)
+            for k in range(1, n):
+                left = get(b[:k])
+                if left is not None:
+                    right = get(b[k:])
+                    if right is not None:
+                        merges.append((left, right, i))
+                        ranks.append(i)
+            if len(merges) == before:
                 unreachable.append(b)
         if unreachable:
             raise ValueError(
                 f"{len(unreachable)} tokens cannot be split into two tokens, e.g. {unreachable[0]!r}"
             )
-        out.sort()  # shorter tokens first, so that every part is defined before it is used
-        return [(a, b, new) for _, new, a, b in out], [new for _, new, _, _ in out]
+        return merges, ranks
 
     # ------------------------------------------------------------ construction
     @classmethod
