@@ -109,7 +109,8 @@ def test_encode_iterable_whole_corpus_cpp(name):
 
 
 _ALPHABET = ["a", "B", "1", "2", "'s", "'", ".", "!", " ", "  ", "\n", "\r\n", "\t", "é", "中", "\u00a0",
-             EOT, "<|e|>\n<|f|>", "<|", "e|>", "\n<|f", "|>", "<|sp ace|>", "<|sp", " ace|>"]
+             EOT, "<|e|>\n<|f|>", "<|", "e|>", "\n<|f", "|>", "<|sp ace|>", "<|sp", " ace|>",
+             "\ud83d", "\ude00"]  # a surrogate pair split across pieces still makes one character
 
 
 @settings(max_examples=150, deadline=None)
@@ -156,3 +157,13 @@ def test_word_encode_iterable_on_real_file(real_file):
     tok = WordTokenizer.train([text], vocab_size=2000)
     with open(real_file, encoding="utf-8", newline="") as f:
         assert list(tok.encode_iterable(f, buffer_chars=1000)) == tok.encode(text)
+
+
+def test_surrogate_pair_split_between_lines():
+    tok = trained("gpt2")
+    lines = ["ab \ud83d", "\ude00 cd e"]
+    want = tok.encode("".join(lines))
+    assert want == tok.encode("ab 😀 cd e")
+    assert list(tok.encode_iterable(lines, buffer_chars=1)) == want
+    assert list(WordTokenizer.train(["ab"], 10).encode_iterable(lines, buffer_chars=1)) == WordTokenizer.train(
+        ["ab"], 10).encode("ab 😀 cd e")

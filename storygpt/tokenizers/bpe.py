@@ -654,7 +654,9 @@ class BPETokenizer(Tokenizer):
             held += len(line)
             if held < buffer_chars:
                 continue
-            text = _clean_text("".join(buf))
+            # not cleaned here: a lone surrogate at the end may pair with the next line's
+            # (encode() cleans each part; a safe cut never falls between two surrogates)
+            text = "".join(buf)
             cut = self._safe_cut(text, rx, maxlen)
             if cut > 0:
                 yield from self.encode(text[:cut], allowed_special)
