@@ -647,12 +647,13 @@ class BPETokenizer(Tokenizer):
         comes or the input ends.
         """
         rx, maxlen = self._resolve_allowed(allowed_special)
+        base, threshold = buffer_chars, buffer_chars
         buf: list[str] = []
         held = 0
         for line in lines:
             buf.append(line)
             held += len(line)
-            if held < buffer_chars:
+            if held < threshold:
                 continue
             # not cleaned here: a lone surrogate at the end may pair with the next line's
             # (encode() cleans each part; a safe cut never falls between two surrogates)
@@ -663,9 +664,8 @@ class BPETokenizer(Tokenizer):
                 text = text[cut:]
             buf = [text]
             held = len(text)
-            # grow the threshold if nothing could be cut, to avoid quadratic rescans
-            if held >= buffer_chars:
-                buffer_chars = 2 * held
+            # while nothing can be cut, grow the threshold to avoid quadratic rescans
+            threshold = max(base, 2 * held)
         text = "".join(buf)
         if text:
             yield from self.encode(text, allowed_special)
