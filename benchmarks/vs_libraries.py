@@ -154,14 +154,24 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str) ->
     else:  # synthetic long runs
         inputs = [{"spaces": " " * 100_000, "letters": "a" * 100_000, "noline": ("x" * 7 + ".") * 131_072}[mode]]
     base = _peak_mb()
-    if lib == "storygpt":
+    if lib in ("storygpt", "storygpt-np"):
         from storygpt.tokenizers import BPETokenizer
 
-        tok = BPETokenizer.from_tiktoken("gpt2")
-        if len(inputs) == 1:
-            fn = lambda: [tok.encode_ordinary(inputs[0])]
-        else:
-            fn = lambda: tok.encode_batch(inputs, num_threads=threads)
+        # A fresh tokenizer (empty chunk cache) for every run: no run profits
+        # from the cache an earlier run filled.
+        fresh = [BPETokenizer.from_tiktoken("gpt2") for _ in range(repeats)]
+
+        def fn():
+            tok = fresh.pop()
+            if lib == "storygpt":  # lists of Python ints, as tiktoken returns
+                if len(inputs) == 1:
+                    return [tok.encode_ordinary(inputs[0])]
+                return tok.encode_batch(inputs, num_threads=threads)
+            # numpy out (what data.py uses): no Python int per token
+            if len(inputs) == 1:
+                return [tok._encoder.encode(inputs[0].encode("utf-8"))]
+            ids, offsets = tok.encode_batch_numpy(inputs, num_threads=threads)
+            return [ids[offsets[i] : offsets[i + 1]] for i in range(len(inputs))]
     elif lib == "tiktoken":
         enc = _gpt2_from_cache()
         if len(inputs) == 1:
@@ -258,7 +268,7 @@ def bench_train(args) -> list[str]:
 
 
 def bench_encode(args) -> list[str]:
-    libs = ["storygpt", "tiktoken"] + (["hf"] if _installed("tokenizers") else [])
+    libs = ["storygpt", "storygpt-np", "tiktoken"] + (["hf"] if _installed("tokenizers") else [])
     rows = []
     cases = [("long", 1), ("spaces", 1), ("letters", 1), ("noline", 1)] + [("batch", t) for t in args.threads]
     for mode, threads in cases:
