@@ -54,35 +54,6 @@ columns:
 """
 
 
-def best_device() -> str:
-    """``cuda`` when available, then ``mps``, else ``cpu``."""
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def resolve_checkpoint(path: str) -> Path:
-    """A checkpoint file, or a run folder (its best.pt, else ckpt.pt).
-
-    Raises:
-        FileNotFoundError: naming the path when nothing loadable is there.
-    """
-    p = Path(path)
-    if p.is_dir():
-        for name in ("best.pt", "ckpt.pt"):
-            if (p / name).is_file():
-                return p / name
-        raise FileNotFoundError(f"no best.pt or ckpt.pt in run folder {p}")
-    if not p.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {p}")
-    return p
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="bits.py",
@@ -196,11 +167,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
-        paths = [resolve_checkpoint(p) for p in args.checkpoints]
-
         import torch
         from storygpt import load_checkpoint
-        from storygpt.evaluate import count_characters, evaluate_bits
+        from storygpt.evaluate import best_device, count_characters, evaluate_bits, resolve_checkpoint
+
+        paths = [resolve_checkpoint(p) for p in args.checkpoints]
 
         device = best_device() if args.device == "auto" else args.device
         loaded = {}

@@ -46,37 +46,79 @@ context (the sliding-window evaluation described in the Hugging Face
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 EOT_TEXT = "<|endoftext|>"
 
-# A line holding only the separator, together with the new line that ends the
-# document before it and the one that ends the separator line itself.
-_SEPARATOR = re.compile(r"(?:\r?\n)?^<\|endoftext\|>[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+
+# --------------------------------------------------------------------------
+# checkpoints and devices
+# --------------------------------------------------------------------------
+def best_device() -> str:
+    """``cuda`` when available, then ``mps``, else ``cpu``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_checkpoint(path: str) -> Path:
+    """A checkpoint file, or a run folder (its best.pt, else ckpt.pt).
+
+    Raises:
+        FileNotFoundError: naming the path when nothing loadable is there.
+    """
+    p = Path(path)
+    if p.is_dir():
+        for name in ("best.pt", "ckpt.pt"):
+            if (p / name).is_file():
+                return p / name
+        raise FileNotFoundError(f"no best.pt or ckpt.pt in run folder {p}")
+    if not p.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {p}")
+    return p
 
 
 # --------------------------------------------------------------------------
 # text
 # --------------------------------------------------------------------------
 def split_documents(text: str) -> list[str]:
-    """Split ``text`` at lines that hold only ``<|endoftext|>``.
+    """Split ``text`` into documents at separator lines, as ``data.py`` writes them.
 
-    The new line that ends the line before a separator and the separator line
-    itself belong to the separator, not to a document.  Empty documents are
-    dropped.  Text without separator lines is one document.
+    A separator line is a line whose content, without surrounding white
+    space, is ``<|endoftext|>``.  ``\\r\\n`` and lone ``\\r`` count as new lines
+    (they become ``\\n``); the new line that ends a document's last line
+    belongs to the separator, and so does the file's final new line.
+    Documents that are empty or only white space are dropped.  Text without
+    separator lines is one document.
 
     Args:
         text: the file contents (``str``).
 
     Returns:
-        The non-empty documents, in order.
+        The documents, in order.
     """
-    return [d for d in _SEPARATOR.split(text) if d]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if text.endswith("\n"):
+        text = text[:-1]
+    docs: list[str] = []
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if line.strip() == EOT_TEXT:
+            docs.append("\n".join(lines))
+            lines = []
+        else:
+            lines.append(line)
+    docs.append("\n".join(lines))
+    return [d for d in docs if d.strip()]
 
 
 def read_documents(path: str | Path) -> list[str]:
@@ -90,7 +132,7 @@ def read_documents(path: str | Path) -> list[str]:
     if not path.is_file():
         raise FileNotFoundError(f"text file not found: {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not valid UTF-8 ({e})") from None
     docs = split_documents(text)

@@ -142,9 +142,9 @@ def direct_nats(model, ids, block_size, stride):
 # text handling
 # --------------------------------------------------------------------------
 def test_split_documents_drops_separator_lines_and_their_new_lines():
-    text = "first doc\nline two\n<|endoftext|>\nsecond\n<|endoftext|>\n\n<|endoftext|>\nthird <|endoftext|> inline\n"
-    assert split_documents(text) == ["first doc\nline two", "second", "third <|endoftext|> inline\n"]
-    assert split_documents("no separator\n") == ["no separator\n"]
+    text = "first doc\r\nline two\n<|endoftext|>\nsecond\n <|endoftext|> \n\n<|endoftext|>\nthird <|endoftext|> inline\n"
+    assert split_documents(text) == ["first doc\nline two", "second", "third <|endoftext|> inline"]
+    assert split_documents("no separator\n\n") == ["no separator\n"]
     assert split_documents("<|endoftext|>\n") == []
 
 
