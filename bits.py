@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         docs, source = load_text(args, loaded)
         n_chars = count_characters(docs)
         if not args.json:
-            print(f"text: {source}: {n_chars:,} characters in {len(docs):,} documents; device {device}", flush=True)
+            print(f"text: {source}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
+                  f"device {device}", flush=True)
 
         rows = []
         for p in paths:

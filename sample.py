@@ -77,16 +77,68 @@ class StreamPrinter:
 
 
 def unknown_prompt_words(tokenizer, prompt: str) -> list[str]:
-    """The words of ``prompt`` that a tokenizer with an unknown token maps to it."""
+    """The words of ``prompt`` that a tokenizer with an unknown token maps to it (each once, in order).
+
+    Uses the tokenizer's own splitting (``WordTokenizer.split``) when it has
+    one; otherwise looks each word and punctuation run up on its own.
+    """
     unk = getattr(tokenizer, "unk_id", None)
     if unk is None:
         return []
-    words = re.findall(r"\w+(?:['\u2019-]\w+)*|[^\w\s]+", prompt)
-    found = []
-    for w in words:
-        if unk in tokenizer.encode_ordinary(w) and w not in found:
+    found: list[str] = []
+    split = getattr(tokenizer, "split", None)
+    pieces = None
+    if callable(split):
+        try:
+            pieces = list(split(prompt, allowed_special=set()))
+        except TypeError:
+            pieces = None
+    ids = tokenizer.encode_ordinary(prompt)
+    if pieces is not None and len(pieces) == len(ids):
+        candidates = [p for p, i in zip(pieces, ids) if i == unk]
+    else:
+        words = re.findall(r"\w+(?:['\u2019-]\w+)*|[^\w\s]+", prompt)
+        candidates = [w for w in words if unk in tokenizer.encode_ordinary(w)]
+    for w in candidates:
+        if w not in found:
             found.append(w)
     return found
+
+
+def write_sample(model, tokenizer, prompt_ids: list[int], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, generator=None, stop: int | None = None, out=None) -> str:
+    """Print the prompt, then each newly completed piece of the continuation as it is drawn.
+
+    The model sees ``[eot] + prompt_ids`` (a new document starting with the
+    prompt) and draws with ``model.stream`` (KV cache).  When ``stop`` is
+    given, generation ends at that id, which is not printed.
+
+    Args:
+        model: a :class:`storygpt.model.GPT` (anything with its ``stream``).
+        tokenizer: the checkpoint's tokenizer.
+        prompt_ids: the prompt encoded with ``encode_ordinary``.
+        generator: a ``torch.Generator`` on the model's device (the seed).
+        out: a text stream (default ``sys.stdout``).
+
+    Returns:
+        The text printed (prompt echo included).
+    """
+    import torch
+
+    out = out if out is not None else sys.stdout
+    device = next(model.parameters()).device
+    idx = torch.tensor([[tokenizer.eot_id] + list(prompt_ids)], dtype=torch.long, device=device)
+    printer = StreamPrinter(tokenizer, prompt_ids, out)
+    out.write(printer.printed)
+    out.flush()
+    if max_new_tokens > 0:
+        for t in model.stream(idx, max_new_tokens, temperature=temperature, top_k=top_k,
+                              generator=generator, stop_token=stop):
+            t = int(t[0])
+            if stop is not None and t == stop:
+                break
+            printer.add(t)
+    return printer.finish()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,25 +177,19 @@ def main(argv: list[str] | None = None) -> int:
               f"{tok.id_to_token(tok.unk_id) if hasattr(tok, 'id_to_token') else '<unk>'}: {names}",
               file=sys.stderr)
     stop = None if args.no_stop else tok.eot_id
-    top_k = args.top_k or None
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
-    idx = torch.tensor([[tok.eot_id] + prompt_ids], dtype=torch.long, device=device)
-    for i in range(args.num_samples):
-        if args.num_samples > 1:
-            print(f"--- sample {i + 1}/{args.num_samples} ---", flush=True)
-        printer = StreamPrinter(tok, prompt_ids)
-        sys.stdout.write(printer.printed)
-        sys.stdout.flush()
-        for t in model.stream(idx, args.max_new_tokens, temperature=args.temperature, top_k=top_k,
-                              generator=generator, stop_token=stop):
-            t = int(t[0])
-            if stop is not None and t == stop:
-                break
-            printer.add(t)
-        printer.finish()
+    try:
+        for i in range(args.num_samples):
+            if args.num_samples > 1:
+                print(f"--- sample {i + 1}/{args.num_samples} ---", flush=True)
+            write_sample(model, tok, prompt_ids, max_new_tokens=args.max_new_tokens,
+                         temperature=args.temperature, top_k=args.top_k or None, generator=generator, stop=stop)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
         sys.stdout.write("\n")
-        sys.stdout.flush()
+        return 130
     return 0
 
 

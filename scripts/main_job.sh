@@ -17,6 +17,11 @@
 #   PROMPT                 the sample prompt (default "Once upon a time")
 #   DEVICE                 torch device for all steps (default auto: CUDA, then MPS, then CPU)
 #   STORYGPT_VENV          the virtual environment (default .venv in the repository; see setup_env.sh)
+#   STORYGPT_SKIP_SETUP=1  use the Python already on PATH instead of scripts/setup_env.sh
+#   CORPUS, DATA_ARGS      corpus folder name and extra data.py arguments, e.g.
+#                          CORPUS=mine DATA_ARGS="--train-file mine.txt" (default: the built-in shakespeare)
+#   PRETRAIN_ARGS          extra pretrain.py arguments, e.g. "--n-layer 6 --n-embd 256"
+#   SAMPLE_TOKENS          tokens per sample (default 120)
 #
 # Running it again is safe and never deletes anything:
 #   * data: the token files of a tokenizer are reused when they are all there (delete
@@ -47,16 +52,23 @@ DATA_ROOT="${DATA_ROOT:-data}"
 CKPT_ROOT="${CKPT_ROOT:-checkpoints}"
 PROMPT="${PROMPT:-Once upon a time}"
 DEVICE="${DEVICE:-auto}"
-CORPUS=shakespeare
+CORPUS="${CORPUS:-shakespeare}"
+SAMPLE_TOKENS="${SAMPLE_TOKENS:-120}"
+read -r -a DATA_EXTRA <<< "${DATA_ARGS:-}"
+read -r -a PRETRAIN_EXTRA <<< "${PRETRAIN_ARGS:-}"
 DATA_DIR="$DATA_ROOT/$CORPUS"
 T0=$SECONDS
 
 step() { printf '\n== %s  (%ds so far)\n' "$*" "$((SECONDS - T0))"; }
 
-step "1/5 install (scripts/setup_env.sh)"
-# shellcheck disable=SC1091
-. "$ROOT/scripts/setup_env.sh"
-set -euo pipefail
+if [ "${STORYGPT_SKIP_SETUP:-0}" = 1 ]; then
+    step "1/5 install: skipped (STORYGPT_SKIP_SETUP=1), using $(command -v python)"
+else
+    step "1/5 install (scripts/setup_env.sh)"
+    # shellcheck disable=SC1091
+    . "$ROOT/scripts/setup_env.sh"
+    set -euo pipefail
+fi
 python -c "import storygpt._bpe, torch; print('storygpt ready; torch', torch.__version__)"
 
 step "2/5 data: the $CORPUS corpus, word-level and BPE tokenizers (data.py)"
@@ -67,9 +79,10 @@ for kind in word bpe; do
         [ -f "$DATA_DIR/$f" ] || have=0
     done
     if [ "$have" = 1 ]; then
-        echo "reusing $DATA_DIR/{train,valid}-$kind.bin and tokenizer-$kind.json (delete them or run 'python data.py $flag' to make them again)"
+        echo "reusing $DATA_DIR/{train,valid}-$kind.bin, tokenizer-$kind.json (to make them again: delete $DATA_DIR, or run data.py yourself)"
     else
-        python data.py $flag --out "$DATA_ROOT"
+        echo "+ python data.py $flag --out $DATA_ROOT --name $CORPUS ${DATA_EXTRA[*]}"
+        python data.py $flag --out "$DATA_ROOT" --name "$CORPUS" "${DATA_EXTRA[@]}"
     fi
 done
 
@@ -78,6 +91,7 @@ for kind in word bpe; do
     run="main-$kind-rope"
     flags=(--rope --data "$DATA_DIR" --out-dir "$CKPT_ROOT" --run-name "$run" --minutes "$MINUTES" --device "$DEVICE")
     [ "$kind" = bpe ] && flags+=(--bpe)
+    flags+=("${PRETRAIN_EXTRA[@]}")
     if [ -f "$CKPT_ROOT/$run/ckpt.pt" ]; then
         echo "$CKPT_ROOT/$run already holds a checkpoint: continuing it up to $MINUTES minute(s) in all (--resume)"
         flags+=(--resume)
@@ -94,24 +108,28 @@ python bits.py "$WORD" "$BPE" --device "$DEVICE"
 
 step "5/5 sample: a story from each model (sample.py)"
 for ck in "$WORD" "$BPE"; do
-    echo "+ python sample.py $ck --prompt \"$PROMPT\" --seed 1 --max-new-tokens 120"
+    echo "+ python sample.py $ck --prompt \"$PROMPT\" --seed 1 --max-new-tokens $SAMPLE_TOKENS"
     echo "-----"
-    python sample.py "$ck" --prompt "$PROMPT" --seed 1 --max-new-tokens 120 --device "$DEVICE"
+    python sample.py "$ck" --prompt "$PROMPT" --seed 1 --max-new-tokens "$SAMPLE_TOKENS" --device "$DEVICE"
     echo "-----"
 done
 
 step "done"
+ACTIVATE="${VIRTUAL_ENV:-$ROOT/.venv}/bin/activate"
 cat <<EOF
-Checkpoints (latest ckpt.pt, best held-out best.pt, metrics.json):
-  $ROOT/$CKPT_ROOT/main-word-rope/
-  $ROOT/$CKPT_ROOT/main-bpe-rope/
-Data: $ROOT/$DATA_DIR/
+Checkpoints (each run folder: ckpt.pt latest, best.pt best held-out loss, metrics.json):
+  $CKPT_ROOT/main-word-rope/
+  $CKPT_ROOT/main-bpe-rope/
+Data: $DATA_DIR/   (both tokenizers, token files, train.txt, valid.txt)
 
-What to run next (after: . ${STORYGPT_VENV:-.venv}/bin/activate):
-  python sample.py $BPE --prompt "Zorblax went" --num-samples 3     # a name it never saw
-  python sample.py $WORD --prompt "Zorblax went"                    # ... becomes <unk>
-  python bits.py $WORD $BPE --json                                  # the table, machine-readable
-  MINUTES=20 bash scripts/main_job.sh                               # train both runs further (20 minutes in all)
-  python pretrain.py --help ; python data.py --help                 # other corpora, sizes, budgets
-See docs/bits.md for what bits per character counts (and what a word-level model gets for free).
+What to run next (in $ROOT, after: . $ACTIVATE)
+  # a name the corpus never saw: BPE keeps it, the word-level model turns it into <unk>
+  python sample.py $BPE --prompt "Zorblax went" --num-samples 3
+  python sample.py $WORD --prompt "Zorblax went"
+  # the comparison, machine-readable; docs/bits.md says what it counts
+  python bits.py $WORD $BPE --json
+  # train both runs further, to 20 minutes each in all (the runs are resumed, nothing is deleted)
+  MINUTES=20 bash scripts/main_job.sh
+  # other corpora, model sizes, budgets
+  python data.py --help; python pretrain.py --help
 EOF
