@@ -201,11 +201,16 @@ def test_token_stream_layout():
 # --------------------------------------------------------------------------
 # the measurement
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("stride", [None, 3, 1])
-def test_bits_of_a_trained_model_equal_a_direct_computation(stride):
+@pytest.fixture(scope="module")
+def char_model():
     tok = CharTokenizer("".join(DOCS))
+    return tok, trained_model(tok, 8)
+
+
+@pytest.mark.parametrize("stride", [None, 3])
+def test_bits_of_a_trained_model_equal_a_direct_computation(stride, char_model):
+    tok, model = char_model
     block = 8
-    model = trained_model(tok, block)
     res = evaluate_bits(model, tok, DOCS, block_size=block, stride=stride, batch_size=3)
     stream, _ = token_stream(tok, DOCS)
     ids = stream.tolist()
@@ -224,9 +229,8 @@ def test_bits_of_a_trained_model_equal_a_direct_computation(stride):
     assert model.training is True
 
 
-def test_batch_size_does_not_change_the_result():
-    tok = CharTokenizer("".join(DOCS))
-    model = trained_model(tok, 8, steps=5)
+def test_batch_size_does_not_change_the_result(char_model):
+    tok, model = char_model
     a = evaluate_bits(model, tok, DOCS, block_size=8, batch_size=1)
     b = evaluate_bits(model, tok, DOCS, block_size=8, batch_size=64)
     assert a.nats == pytest.approx(b.nats, rel=1e-6)
@@ -268,3 +272,193 @@ def test_bad_model_output_is_reported():
         evaluate_bits(Uniform(2), tok, ["abcabc"], block_size=4)
     with pytest.raises(ValueError, match="no text"):
         evaluate_bits(Uniform(5), tok, ["", ""], block_size=4)
+
+
+# --------------------------------------------------------------------------
+# bits.py with real checkpoints (tokenizers, GPT and checkpoint loading)
+# --------------------------------------------------------------------------
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_tool(name):
+    spec = importlib.util.spec_from_file_location(f"_tool_{name}", ROOT / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def story_docs(n, seed):
+    """Little stories with several lines each (so the word tokenizer cannot round-trip them)."""
+    rng = random.Random(seed)
+    names = ["Tom", "Lily", "Sam", "Mia", "Ben"]
+    verbs = ["saw", "found", "liked", "lost", "painted"]
+    things = ["a red ball", "the big dog", "a small cat", "the old tree", "a blue kite"]
+    feel = ["fun", "sad", "good", "strange"]
+    docs = []
+    for _ in range(n):
+        lines = [f"{rng.choice(names)} {rng.choice(verbs)} {rng.choice(things)}. It was {rng.choice(feel)}!"
+                 for _ in range(rng.randint(2, 4))]
+        docs.append("\n".join(lines))
+    return docs
+
+
+def write_docs(path, docs):
+    path.write_text("\n<|endoftext|>\n".join(docs) + "\n", encoding="utf-8")
+
+
+def real_pieces():
+    try:
+        from storygpt.checkpoint import save_checkpoint
+        from storygpt.model import GPT, GPTConfig
+        from storygpt.tokenizers import BPETokenizer, WordTokenizer
+    except ImportError as e:  # the model/tokenizer modules have not landed in this checkout
+        pytest.skip(f"storygpt model/tokenizers not available: {e}")
+    return GPT, GPTConfig, BPETokenizer, WordTokenizer, save_checkpoint
+
+
+def make_run(folder, kind, data_dir, corpus, train_docs, *, steps=15, block_size=16, zero_head=False, seed=0):
+    """A tiny rotary GPT trained for a few steps; saved as folder/best.pt with the keys pretrain.py writes."""
+    GPT, GPTConfig, BPETokenizer, WordTokenizer, save_checkpoint = real_pieces()
+    text = "\n".join(train_docs)
+    if kind == "bpe":
+        tok = BPETokenizer.train(text, vocab_size=300, pattern="simple")
+    else:
+        tok = WordTokenizer.train(train_docs, vocab_size=40)
+    ids = [tok.eot_id]
+    for d in train_docs:
+        ids += tok.encode_ordinary(d) + [tok.eot_id]
+    data = torch.tensor(ids)
+    torch.manual_seed(seed)
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=block_size, n_layer=1, n_head=2, n_embd=32,
+                    position="rope")
+    model = GPT(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(steps):
+        s = torch.randint(0, len(data) - block_size - 1, (8,))
+        x = torch.stack([data[i : i + block_size] for i in s])
+        y = torch.stack([data[i + 1 : i + block_size + 1] for i in s])
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if zero_head:
+        with torch.no_grad():
+            model.lm_head.weight.zero_()  # logits exactly 0: the uniform distribution
+    folder.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(folder / "best.pt", {
+        "model": model.state_dict(), "config": cfg.to_dict(), "tokenizer": tok.to_dict(),
+        "data_dir": str(data_dir), "corpus": corpus,
+    })
+    return folder / "best.pt"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    real_pieces()
+    root = tmp_path_factory.mktemp("bits")
+    data_dir = root / "data" / "stories"
+    data_dir.mkdir(parents=True)
+    train, valid = story_docs(60, 1), story_docs(3, 2)
+    write_docs(data_dir / "train.txt", train)
+    write_docs(data_dir / "valid.txt", valid)
+    runs = {kind: make_run(root / "ck" / f"{kind}-run", kind, data_dir, "stories", train) for kind in ("word", "bpe")}
+    return dict(root=root, data_dir=data_dir, train=train, valid=valid, runs=runs)
+
+
+def run_bits(capsys, *argv):
+    rc = load_tool("bits").main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_equals_a_direct_computation(corpus, capsys):
+    from storygpt import load_checkpoint
+
+    rc, out, err = run_bits(capsys, corpus["runs"]["word"], corpus["runs"]["bpe"], "--json", "--device", "cpu",
+                            "--batch-size", "3")
+    assert rc == 0, err
+    report = json.loads(out)
+    valid = corpus["valid"]
+    chars = sum(len(d) for d in valid) + len(valid) - 1  # the documented count, from the documents written
+    assert report["characters"] == chars and report["documents"] == len(valid)
+    rows = {r["name"]: r for r in report["results"]}
+    assert set(rows) == {"word-run", "bpe-run"}
+    for kind in ("word", "bpe"):
+        row = rows[f"{kind}-run"]
+        model, tok, _ = load_checkpoint(corpus["runs"][kind], "cpu")
+        ids = [tok.eot_id]
+        for i, d in enumerate(valid):
+            ids += ([tok.eot_id] if i else []) + tok.encode_ordinary(d)
+        nats = direct_nats(model, ids, 16, 16)
+        assert row["tokens"] == len(ids) - 1
+        assert row["parameters"] == sum(p.numel() for p in model.parameters())
+        assert math.isfinite(row["bits_per_character"])
+        assert row["nats"] == pytest.approx(nats, rel=1e-4)
+        assert row["bits_per_character"] == pytest.approx(nats / math.log(2) / chars, rel=1e-4)
+        assert row["characters_per_token"] == pytest.approx(chars / (len(ids) - 1))
+    # BPE round-trips every document; the word tokenizer loses the new lines
+    assert rows["bpe-run"]["round_trip_share"] == 1.0 and rows["bpe-run"]["unknown_share"] == 0.0
+    assert rows["word-run"]["round_trip_share"] < 1.0
+
+
+def test_cli_uniform_model_gives_log2_vocab(corpus, capsys, tmp_path):
+    ck = make_run(tmp_path / "uniform-bpe", "bpe", corpus["data_dir"], "stories", corpus["train"], steps=0,
+                  zero_head=True)
+    rc, out, err = run_bits(capsys, ck, "--json", "--device", "cpu", "--chars", 200)
+    assert rc == 0, err
+    row = json.loads(out)["results"][0]
+    assert row["characters"] in (199, 200)
+    assert row["bits_per_character"] == pytest.approx(
+        math.log2(row["vocab_size"]) * row["tokens"] / row["characters"], rel=1e-6)
+
+
+def test_cli_table_and_caveat(corpus, capsys):
+    rc, out, err = run_bits(capsys, corpus["runs"]["word"].parent, corpus["runs"]["bpe"], "--device", "cpu")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("text: ") and "valid.txt" in lines[0]
+    header = lines[1].split()
+    assert header == ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
+    assert lines[3].split()[0] == "word-run" and lines[4].split()[0] == "bpe-run"
+    assert "does not have to predict" in out  # the word-level caveat
+
+
+def test_cli_refuses_mismatched_corpora_unless_text_given(corpus, capsys, tmp_path):
+    other = tmp_path / "data" / "other"
+    other.mkdir(parents=True)
+    write_docs(other / "valid.txt", story_docs(3, 99))
+    ck = make_run(tmp_path / "other-bpe", "bpe", other, "other", corpus["train"], steps=0)
+    rc, out, err = run_bits(capsys, corpus["runs"]["bpe"], ck, "--device", "cpu")
+    assert rc == 2
+    assert "different corpora" in err and "'stories'" in err and "'other'" in err and "--text" in err
+    text = tmp_path / "mine.txt"
+    write_docs(text, story_docs(2, 5))
+    rc, out, err = run_bits(capsys, corpus["runs"]["bpe"], ck, "--device", "cpu", "--text", text, "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert [r["characters"] for r in rep["results"]] == [rep["characters"]] * 2
+
+
+def test_cli_bad_paths(corpus, capsys, tmp_path):
+    rc, _, err = run_bits(capsys, tmp_path / "nope.pt")
+    assert rc == 2 and "nope.pt" in err
+    rc, _, err = run_bits(capsys, tmp_path)  # a folder without checkpoints
+    assert rc == 2 and "no best.pt or ckpt.pt" in err
+    rc, _, err = run_bits(capsys, corpus["runs"]["bpe"], "--text", tmp_path / "missing.txt")
+    assert rc == 2 and "missing.txt" in err
+    broken = tmp_path / "broken" / "best.pt"
+    broken.parent.mkdir()
+    broken.write_bytes(b"not a checkpoint")
+    rc, _, err = run_bits(capsys, broken, "--device", "cpu")
+    assert rc == 2 and "broken" in err
+    # a checkpoint whose validation split has gone
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    ck = make_run(tmp_path / "gone-run", "word", gone, "gone", corpus["train"], steps=0)
+    rc, _, err = run_bits(capsys, ck, "--device", "cpu")
+    assert rc == 2 and "valid.txt" in err and "--text" in err
