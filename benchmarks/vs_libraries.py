@@ -54,6 +54,21 @@ def _read_docs(path: str) -> tuple[str, list[str]]:
     return text, text.split(EOT)
 
 
+def _split_by_lower_ranks(token: bytes, rank: int, ranks: dict) -> list[str] | None:
+    parts = [bytes([b]) for b in token]
+    while len(parts) > 2:
+        best = None
+        for i in range(len(parts) - 1):
+            r = ranks.get(parts[i] + parts[i + 1])
+            if r is not None and r < rank and (best is None or r < best[0]):
+                best = (r, i)
+        if best is None:
+            return None
+        i = best[1]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+    return [parts[0].hex(), parts[1].hex()] if len(parts) == 2 else None
+
+
 def _timed(fn, repeats: int):
     times, out = [], None
     for _ in range(repeats):
@@ -94,18 +109,10 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
         tok, times = _timed(run, repeats)
         ranks = sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1])
         vocab = {rank: bytes(tb) for tb, rank in ranks}
-        # recover each merge's two parts: the split whose parts both have lower ranks
+        # Recover each merge's two parts the way tiktoken does: byte-pair encode
+        # the token's bytes with the lower-ranked tokens only; two parts remain.
         inv = {v: k for k, v in vocab.items()}
-        pairs = []
-        for rank in range(256, len(vocab)):
-            tb = vocab[rank]
-            split = None
-            for k in range(1, len(tb)):
-                a, b = inv.get(tb[:k]), inv.get(tb[k:])
-                if a is not None and b is not None and a < rank and b < rank:
-                    split = (tb[:k], tb[k:])
-                    break
-            pairs.append([split[0].hex(), split[1].hex()] if split else None)
+        pairs = [_split_by_lower_ranks(vocab[r], r, inv) for r in range(256, len(vocab))]
     elif lib == "hf":
         from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
         from storygpt.tokenizers.bpe_reference import PATTERNS
