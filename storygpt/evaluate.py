@@ -91,38 +91,30 @@ def resolve_checkpoint(path: str) -> Path:
 # text
 # --------------------------------------------------------------------------
 def split_documents(text: str) -> list[str]:
-    """Split ``text`` into documents at separator lines, as ``data.py`` writes them.
+    """Split ``text`` into documents exactly as ``data.py`` does.
 
-    A separator line is a line whose content, without surrounding white
-    space, is ``<|endoftext|>``.  ``\\r\\n`` and lone ``\\r`` count as new lines
-    (they become ``\\n``); the new line that ends a document's last line
-    belongs to the separator, and so does the file's final new line.
-    Documents that are empty or only white space are dropped.  Text without
-    separator lines is one document.
-
-    Args:
-        text: the file contents (``str``).
+    The rule is :func:`storygpt.data.corpora.parse_documents`: a separator is
+    a line whose content, without surrounding white space, is
+    ``<|endoftext|>``; the new line ending a document's last line belongs to
+    the separator, and so does the file's final new line; ``\\r\\n`` and lone
+    ``\\r`` become ``\\n``; documents that are empty or only white space are
+    dropped.  Text without separator lines is one document.
 
     Returns:
-        The documents, in order.
+        The documents, in order (an empty list when there is no text).
     """
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if text.endswith("\n"):
-        text = text[:-1]
-    docs: list[str] = []
-    lines: list[str] = []
-    for line in text.split("\n"):
-        if line.strip() == EOT_TEXT:
-            docs.append("\n".join(lines))
-            lines = []
-        else:
-            lines.append(line)
-    docs.append("\n".join(lines))
-    return [d for d in docs if d.strip()]
+    from storygpt.data.corpora import normalize_newlines, parse_documents
+
+    try:
+        return parse_documents(normalize_newlines(text))
+    except ValueError:  # nothing but separators and white space
+        return []
 
 
 def read_documents(path: str | Path) -> list[str]:
     """Read a UTF-8 text file of documents separated by ``<|endoftext|>`` lines.
+
+    A leading byte-order mark is dropped; see :func:`split_documents` for the rule.
 
     Raises:
         FileNotFoundError: naming ``path`` when it does not exist.
