@@ -45,7 +45,7 @@ caveat:
 
 columns:
   name      the run folder of the checkpoint
-  params    model parameters
+  params    model parameters (all, embeddings included)
   tokens    predicted tokens
   chars/tok characters per predicted token
   unk       share of predicted tokens that are <unk> (0 for BPE)
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         "smaller values overlap windows so each token after the first window gets at least "
         "context-S tokens of context; every token is still predicted once",
     )
-    ap.add_argument("--batch-size", type=int, default=8, metavar="B", help="windows per forward pass (default 8)")
+    ap.add_argument("--batch-size", type=int, default=16, metavar="B", help="windows per forward pass (default 16)")
     ap.add_argument(
         "--device", default="auto",
         help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps (default auto)",
