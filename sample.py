@@ -105,13 +105,36 @@ def unknown_prompt_words(tokenizer, prompt: str) -> list[str]:
     return found
 
 
+class SuppressTokens:
+    """Wraps an output layer so that some ids can never be drawn (their logits become -inf).
+
+    ``<pad>`` is in every vocabulary but never follows anything in the
+    training data; a barely trained model would still give it some
+    probability.  ``model.stream`` reads the logits from ``model.lm_head``, so
+    sample.py puts this wrapper there while it samples (the weights, tied or
+    not, stay the same tensors).
+    """
+
+    def __init__(self, head, ids):
+        self.head = head
+        self.ids = sorted(set(int(i) for i in ids))
+
+    def __call__(self, h):
+        logits = self.head(h)
+        if self.ids:
+            logits = logits.clone()
+            logits[..., self.ids] = float("-inf")
+        return logits
+
+
 def write_sample(model, tokenizer, prompt_ids: list[int], *, max_new_tokens: int, temperature: float = 1.0,
                  top_k: int | None = None, generator=None, stop: int | None = None, out=None) -> str:
     """Print the prompt, then each newly completed piece of the continuation as it is drawn.
 
     The model sees ``[eot] + prompt_ids`` (a new document starting with the
     prompt) and draws with ``model.stream`` (KV cache).  When ``stop`` is
-    given, generation ends at that id, which is not printed.
+    given, generation ends at that id, which is not printed.  ``<pad>`` is
+    never drawn (see :class:`SuppressTokens`).
 
     Args:
         model: a :class:`storygpt.model.GPT` (anything with its ``stream``).
@@ -128,16 +151,23 @@ def write_sample(model, tokenizer, prompt_ids: list[int], *, max_new_tokens: int
     out = out if out is not None else sys.stdout
     device = next(model.parameters()).device
     idx = torch.tensor([[tokenizer.eot_id] + list(prompt_ids)], dtype=torch.long, device=device)
+    pad = getattr(tokenizer, "pad_id", None)
+    head = getattr(model, "lm_head", None)
+    if pad is not None and pad != stop and head is not None:
+        model.__dict__["lm_head"] = SuppressTokens(head, [pad])  # an instance attribute, not a submodule
     printer = StreamPrinter(tokenizer, prompt_ids, out)
     out.write(printer.printed)
     out.flush()
-    if max_new_tokens > 0:
-        for t in model.stream(idx, max_new_tokens, temperature=temperature, top_k=top_k,
-                              generator=generator, stop_token=stop):
-            t = int(t[0])
-            if stop is not None and t == stop:
-                break
-            printer.add(t)
+    try:
+        if max_new_tokens > 0:
+            for t in model.stream(idx, max_new_tokens, temperature=temperature, top_k=top_k,
+                                  generator=generator, stop_token=stop):
+                t = int(t[0])
+                if stop is not None and t == stop:
+                    break
+                printer.add(t)
+    finally:
+        model.__dict__.pop("lm_head", None)
     return printer.finish()
 
 

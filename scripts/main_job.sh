@@ -69,7 +69,7 @@ else
     . "$ROOT/scripts/setup_env.sh"
     set -euo pipefail
 fi
-python -c "import storygpt._bpe, torch; print('storygpt ready; torch', torch.__version__)"
+python -c "import storygpt._bpe, importlib.metadata as m; print('storygpt ready; torch', m.version('torch'))"
 
 step "2/5 data: the $CORPUS corpus, word-level and BPE tokenizers (data.py)"
 for kind in word bpe; do

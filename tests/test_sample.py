@@ -91,7 +91,29 @@ def test_generation_stops_at_end_of_text(runs):
     assert text == buf.getvalue() == "Tom saw"
     buf = io.StringIO()
     text = sample.write_sample(model, tok, prompt, max_new_tokens=3, temperature=1.0, stop=None, out=buf)
-    assert text == "Tom saw" + tok.decode([eot] * 3)
+    assert text == buf.getvalue() == tok.decode(prompt + [eot] * 3)
+
+
+def test_pad_is_never_drawn(runs):
+    from storygpt import load_checkpoint
+
+    model, tok, _ = load_checkpoint(runs["word"], "cpu")
+    pad, eot, vocab = tok.pad_id, tok.eot_id, tok.vocab_size
+    assert pad is not None
+
+    class PadThenEot(torch.nn.Module):
+        def forward(self, h):
+            out = torch.zeros(*h.shape[:-1], vocab)
+            out[..., pad] = 100.0
+            out[..., eot] = 50.0
+            return out
+
+    model.lm_head = PadThenEot()
+    prompt = tok.encode_ordinary("Tom saw")
+    buf = io.StringIO()
+    text = sample.write_sample(model, tok, prompt, max_new_tokens=2, temperature=0, stop=None, out=buf)
+    assert text == buf.getvalue() == tok.decode(prompt + [eot, eot])
+    assert isinstance(model.lm_head, PadThenEot)  # the model is left as it was
 
 
 def test_streaming_never_prints_half_characters(runs):
