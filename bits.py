@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 DEFAULT_CHARS = 2_000_000
@@ -41,7 +42,7 @@ what is counted:
   be); all checkpoints are measured on the same characters.
 
 caveat:
-  {CAVEAT}
+{textwrap.fill(CAVEAT, 78, initial_indent="  ", subsequent_indent="  ")}
 
 columns:
   name      the run folder of the checkpoint

@@ -19,7 +19,10 @@ import sys
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="sample.py",
-        description="Sample text from a checkpoint written by pretrain.py, printing it as it is generated.",
+        description="Sample text from a checkpoint written by pretrain.py, printing it as it is generated. "
+        "The model sees <|endoftext|> followed by the prompt (a new document that starts with it); <pad> is "
+        "never drawn. A word-level tokenizer turns words outside its vocabulary into <unk>: the prompt is "
+        "echoed as the model sees it, and a note on stderr names the words it lost.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ap.add_argument("checkpoint", metavar="CKPT",
