@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(format_table(rows))
         if any(r["tokenizer"] == "word" for r in rows):
-            print("\nnote: " + CAVEAT)
+            print("\n" + textwrap.fill("note: " + CAVEAT, 100))
     return 0
 
 
