@@ -73,7 +73,9 @@ python -c "import storygpt._bpe, importlib.metadata as m; print('storygpt ready;
 
 step "2/5 data: the $CORPUS corpus, word-level and BPE tokenizers (data.py)"
 for kind in word bpe; do
-    flag=""; [ "$kind" = bpe ] && flag="--bpe"
+    args=(--out "$DATA_ROOT" --name "$CORPUS")
+    [ "$kind" = bpe ] && args=(--bpe "${args[@]}")
+    args+=("${DATA_EXTRA[@]}")
     have=1
     for f in train.txt valid.txt "tokenizer-$kind.json" "train-$kind.bin" "valid-$kind.bin"; do
         [ -f "$DATA_DIR/$f" ] || have=0
@@ -81,8 +83,8 @@ for kind in word bpe; do
     if [ "$have" = 1 ]; then
         echo "reusing $DATA_DIR/{train,valid}-$kind.bin, tokenizer-$kind.json (to make them again: delete $DATA_DIR, or run data.py yourself)"
     else
-        echo "+ python data.py $flag --out $DATA_ROOT --name $CORPUS ${DATA_EXTRA[*]}"
-        python data.py $flag --out "$DATA_ROOT" --name "$CORPUS" "${DATA_EXTRA[@]}"
+        echo "+ python data.py ${args[*]}"
+        python data.py "${args[@]}"
     fi
 done
 
