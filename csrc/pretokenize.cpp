@@ -42,22 +42,57 @@ namespace {
 
 enum : unsigned char { kWord = 0, kPunct = 1, kBlank = 2 };
 
-inline unsigned char simple_class(unsigned char c) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80)
-        return kWord;
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r') return kBlank;
-    return kPunct;
+struct SimpleClasses {
+    unsigned char cls[256];
+};
+constexpr SimpleClasses make_simple_classes() {
+    SimpleClasses t{};
+    for (int b = 0; b < 256; ++b) {
+        const unsigned char c = static_cast<unsigned char>(b);
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80)
+            t.cls[b] = kWord;
+        else if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r')
+            t.cls[b] = kBlank;
+        else
+            t.cls[b] = kPunct;
+    }
+    return t;
+}
+constexpr SimpleClasses kSimple = make_simple_classes();
+
+// End of the run of "simple" word bytes starting at j.
+inline size_t simple_word_run(const unsigned char* s, size_t n, size_t j) {
+#if defined(__SSE2__)
+    // 16 bytes at a time: a word byte is an ASCII letter ((b | 0x20) in
+    // 'a'..'z'), an ASCII digit, or >= 0x80 (negative as int8).
+    const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1), bit = _mm_set1_epi8(0x20);
+    const __m128i d_lo = _mm_set1_epi8('0' - 1), d_hi = _mm_set1_epi8('9' + 1), zero = _mm_setzero_si128();
+    while (j + 16 <= n) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j));
+        const __m128i v = _mm_or_si128(raw, bit);
+        const __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
+        const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(raw, d_lo), _mm_cmplt_epi8(raw, d_hi));
+        const __m128i high = _mm_cmplt_epi8(raw, zero);
+        const unsigned m = static_cast<unsigned>(
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), high)));
+        if (m != 0xFFFF) return j + static_cast<size_t>(__builtin_ctz(~m));
+        j += 16;
+    }
+#endif
+    while (j < n && kSimple.cls[s[j]] == kWord) ++j;
+    return j;
 }
 
 size_t match_simple(const unsigned char* s, size_t n, size_t i) {
     size_t j = i;
-    unsigned char cls = simple_class(s[i]);
-    if (s[i] == ' ' && i + 1 < n && simple_class(s[i + 1]) != kBlank) {
+    unsigned char cls = kSimple.cls[s[i]];
+    if (s[i] == ' ' && i + 1 < n && kSimple.cls[s[i + 1]] != kBlank) {
         // one optional leading space before a word or punctuation run
         j = i + 1;
-        cls = simple_class(s[j]);
+        cls = kSimple.cls[s[j]];
     }
-    while (j < n && simple_class(s[j]) == cls) ++j;
+    if (cls == kWord) return simple_word_run(s, n, j);
+    while (j < n && kSimple.cls[s[j]] == cls) ++j;
     return j;
 }
 
@@ -237,6 +272,8 @@ inline size_t match_space(const unsigned char* s, size_t n, size_t i) {
 // gpt2: '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
 size_t match_gpt2(const unsigned char* s, size_t n, size_t i) {
     const unsigned char b0 = s[i];
+    // Fast path for the most common chunk of Latin-script text: " word".
+    if (b0 == ' ' && i + 1 < n && kByte.cls[s[i + 1]] == kLetter) return run_of(s, n, i + 2, kLetter);
     if (b0 == '\'' && i + 1 < n) {
         const unsigned char b1 = s[i + 1];
         if (b1 == 's' || b1 == 'd' || b1 == 'm' || b1 == 't') return i + 2;
@@ -261,6 +298,8 @@ size_t match_gpt2(const unsigned char* s, size_t n, size_t i) {
 //       ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
 size_t match_gpt4(const unsigned char* s, size_t n, size_t i) {
     const unsigned char b0 = s[i];
+    // Fast path for the most common chunk of Latin-script text: " word".
+    if (b0 == ' ' && i + 1 < n && kByte.cls[s[i + 1]] == kLetter) return run_of(s, n, i + 2, kLetter);
     if (b0 == '\'' && i + 1 < n) {
         uint32_t len1;
         const char l1 = contraction_letter(decode(s, n, i + 1, len1));
@@ -292,7 +331,11 @@ size_t match_gpt4(const unsigned char* s, size_t n, size_t i) {
         if (k1 == kLetter && b0 != '\r' && b0 != '\n') return run_of(s, n, i + len0 + len1, kLetter);
     }
     // ' ?[^\s\p{L}\p{N}]++[\r\n]*+'
-    if (k0 == kOther) return crlf_run(s, n, run_of(s, n, i + len0, kOther));
+    if (k0 == kOther) {
+        size_t j = i + len0;
+        if (k1 == kOther) j = run_of(s, n, j + len1, kOther);  // c1 is already decoded
+        return crlf_run(s, n, j);
+    }
     if (b0 == ' ' && k1 == kOther && i + 1 < n)
         return crlf_run(s, n, run_of(s, n, i + 1 + len1, kOther));
     return match_space<true>(s, n, i);

@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import subprocess
+import sys
 import time
 
 import pytest
@@ -66,6 +68,23 @@ def test_char_classes_match_installed_regex_for_every_code_point(all_code_points
             f"installed regex {regex.__version__} on {len(bad)} code points, first "
             f"{[hex(c) for c in bad[:10]]}; regenerate with: python scripts/gen_unicode_tables.py"
         )
+
+
+def test_committed_header_is_generator_output(tmp_path):
+    # The committed csrc/unicode_tables.h must be what scripts/gen_unicode_tables.py
+    # writes with the installed regex (comments and the version string aside).
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    out = tmp_path / "unicode_tables.h"
+    subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_unicode_tables.py"), "--out", str(out)],
+                   check=True, capture_output=True, timeout=120)
+
+    def body(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not ln.startswith("//") and "kRegexVersion" not in ln]
+
+    with open(os.path.join(root, "csrc", "unicode_tables.h"), encoding="ascii") as f:
+        committed = f.read()
+    assert body(out.read_text(encoding="ascii")) == body(committed), (
+        "csrc/unicode_tables.h is stale; regenerate with: python scripts/gen_unicode_tables.py")
 
 
 def test_char_classes_spot_values():
@@ -226,7 +245,7 @@ def test_hand_written_bytes(data, pattern):
 
 
 def test_letter_runs_across_simd_blocks():
-    # The C++ letter-run scan reads 16 bytes at a time (SSE2); exercise every
+    # The C++ letter-run (and simple word-run) scans read 16 bytes at a time (SSE2); exercise every
     # run length and position around the block edges, ASCII neighbours of the
     # letter ranges ('@', '[', '`', '{'), non-ASCII letters and invalid bytes.
     terminators = [b"", b"@", b"[", b"`", b"{", b"0", b" ", b"\n", b"'", b"\x7f", b"\xc3\xa9x", b"\xff",
@@ -234,8 +253,8 @@ def test_letter_runs_across_simd_blocks():
     for prefix in (b"", b" ", b"'", b"..."):
         for k in range(0, 40):
             for t in terminators:
-                data = prefix + (b"aZ" * 20)[:k] + t + b"Qz"
-                for p in UNICODE:
+                data = prefix + (b"aZ9" * 20)[:k] + t + b"Qz"
+                for p in ALL:
                     assert _bpe.pretokenize(data, p) == ref_pretokenize(data, p), (data, p)
 
 
@@ -389,6 +408,21 @@ def test_unknown_pattern_is_value_error():
         _bpe.pretokenize(b"abc", "gpt5")
     with pytest.raises(ValueError, match="unknown pre-tokenization pattern"):
         ref_pretokenize(b"abc", "gpt5")
+
+
+@pytest.mark.parametrize("pattern", ALL)
+def test_chunk_end_streaming_equals_split(pattern):
+    data = "It's 12345 times\r\n\n  naïve 中文 😀!!\n ".encode() + b"\xff\xe2\x82 x  "
+    chunks = check(data, pattern)
+    ends = list(itertools.accumulate(len(c) for c in chunks))
+    assert _bpe._pretokenize_ends_streaming(data, pattern) == ends
+
+
+def test_str_input_is_type_error():
+    with pytest.raises(TypeError):
+        _bpe.pretokenize("text", "gpt2")
+    with pytest.raises(TypeError):
+        ref_pretokenize("text", "gpt2")
 
 
 def test_patterns_cover_reference_names():

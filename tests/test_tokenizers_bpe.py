@@ -11,6 +11,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference
 from storygpt.tokenizers.bpe import _load_cpp
@@ -31,7 +33,16 @@ try:
 except ImportError:
     HAVE_CPP = False
 
-needs_cache = pytest.mark.skipif(not CACHE.is_dir(), reason=f"OpenAI BPE files not found at {CACHE}")
+try:
+    import tiktoken  # noqa: F401  (the oracle for OpenAI vocabularies)
+
+    HAVE_TIKTOKEN = True
+except ImportError:
+    HAVE_TIKTOKEN = False
+needs_cache = pytest.mark.skipif(
+    not CACHE.is_dir() or not HAVE_TIKTOKEN,
+    reason=f"OpenAI BPE files not found at {CACHE}" if not CACHE.is_dir() else "tiktoken is not installed",
+)
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
 needs_cpp = pytest.mark.skipif(not HAVE_CPP, reason="storygpt._bpe (C++ Encoder/train) not built or not landed yet")
 BACKENDS = ["reference", pytest.param("cpp", marks=needs_cpp)]
@@ -55,7 +66,7 @@ def tiktoken_tok(name: str, backend: str) -> BPETokenizer:
 
 
 def documents(name: str) -> list[str]:
-    text = (CORPORA / name).read_text(encoding="utf-8")
+    text = (CORPORA / name).read_bytes().decode("utf-8")
     return [d for d in text.split("\n<|endoftext|>\n") if d]
 
 
@@ -170,18 +181,32 @@ def test_tiktoken_parity_full_reference(name, corpus):
 
 
 @needs_cache
-def test_every_rank_token_encodes_to_itself():
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_every_rank_token_encodes_to_itself(name):
     """tiktoken looks a whole chunk up first; the all-splits merges must reach the same token."""
-    tok = tiktoken_tok("cl100k_base", "reference")
+    tok = tiktoken_tok(name, "reference")
     enc = tok._encoder
-    rng = random.Random(1)
-    ids = rng.sample(range(100256), 5000)
-    for i in ids:
+    n = 0
+    for i in range(tok.vocab_size):
+        if i in tok.special_tokens.values() or tok._id_bytes[i] is None:
+            continue
         assert enc.encode_chunk(tok.token_bytes(i)) == [i]
+        n += 1
+    assert n == {"gpt2": 50256, "cl100k_base": 100256}[name]
 
 
 # --------------------------------------------------------------- special tokens
+_SMALL: dict = {}
+
+
 def small_trained(backend: str, pattern: str = "simple", specials=("<pad>", EOT, "<|end|>")) -> BPETokenizer:
+    key = (backend, pattern, specials)
+    if key not in _SMALL:
+        _SMALL[key] = _small_trained(backend, pattern, specials)
+    return _SMALL[key]
+
+
+def _small_trained(backend: str, pattern: str, specials) -> BPETokenizer:
     text = ("the theme of the other thesis: there, then, they thought. " * 20 + "Сказка о рыбаке и рыбке.\n" * 5)
     return BPETokenizer.train(text, vocab_size=256 + 40 + len(specials), pattern=pattern, special_tokens=specials, backend=backend)
 
@@ -247,19 +272,22 @@ def test_lone_surrogates_become_replacement_char(backend):
 
 
 @needs_cache
-def test_decode_joins_bytes_before_utf8():
-    tok = tiktoken_tok("gpt2", "reference")
-    text = "中文 и русский 🤖"
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decode_joins_bytes_before_utf8(backend):
+    tok = tiktoken_tok("gpt2", backend)
+    text = "中文 и русский 🤖<|endoftext|>x<|endoftext|>"
     ids = tok.encode(text)
     assert any("\ufffd" in tok.decode([i]) for i in ids)  # some tokens hold part of a character
     assert tok.decode(ids) == text
     assert tok.decode_bytes(ids) == text.encode("utf-8")
     assert tok.decode(np.array(ids, dtype=np.uint32)) == text
-    assert tok.decode(ids[:-1]).endswith("\ufffd")
+    cut = tok.encode("中文 и русский 🤖")[:-1]  # the emoji's last byte is missing
+    assert tok.decode(cut).endswith("\ufffd") and tok.decode(cut)[:-1] == "中文 и русский "
     with pytest.raises(ValueError, match="unknown token id 50257"):
         tok.decode([1, 50257])
     with pytest.raises(ValueError, match="unknown token id -1"):
         tok.decode([-1])
+    assert tok.decode([]) == "" and tok.decode_bytes(iter([50256, 220])) == b"<|endoftext|> "
 
 
 # ---------------------------------------------------------------------- training
@@ -282,6 +310,16 @@ def test_train_matches_reference(backend, pattern):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_train_min_frequency_and_tie_break(backend):
+    text = "aaab abab bcbc cdcd dede xyxy " * 3 + "qq zz"
+    for kw in [dict(min_frequency=6), dict(tie_break="largest_bytes"), dict(min_frequency=4, tie_break="largest_bytes")]:
+        tok = BPETokenizer.train(text, vocab_size=300, special_tokens=[EOT], backend=backend, **kw)
+        want = bpe_reference.train(text, 300, "simple", [EOT.encode()], **kw)
+        assert [m[:2] for m in tok.merges] == [tuple(m) for m in want], kw
+    assert len(BPETokenizer.train(text, vocab_size=300, min_frequency=6, backend=backend).merges) < 20
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_train_on_files_keeps_texts_apart(tmp_path, backend):
     a, b = "hello hello help", "lo there there"
     (tmp_path / "a.txt").write_text(a)
@@ -292,6 +330,28 @@ def test_train_on_files_keeps_texts_apart(tmp_path, backend):
     assert [m[:2] for m in tok.merges] == [tuple(m) for m in want]
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         BPETokenizer.train([tmp_path / "missing.txt"], vocab_size=270, backend=backend)
+
+
+_TEXT_ALPHABET = st.sampled_from(
+    ["the", " the", "me", " ", "  ", "\n", "\n\n", "\t", "1", "2024", "'s", "'", ".", "!?", "é", "中", "🤖",
+     "\u00a0", "\r\n", "<|endoftext|>", "<pad>", "<|end|>", "<|", "\ud800", "Сказка"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(pieces=st.lists(_TEXT_ALPHABET, max_size=40), pattern=st.sampled_from(["simple", "gpt2", "gpt4"]))
+def test_round_trip_and_backends_agree(pieces, pattern):
+    text = "".join(pieces)
+    clean = text.replace("\ud800", "\ufffd")
+    toks = [small_trained("reference", pattern)] + ([small_trained("cpp", pattern)] if HAVE_CPP else [])
+    for tok in toks:
+        ids = tok.encode(text)
+        assert tok.decode(ids) == clean
+        assert tok.encode_ordinary(text) == bpe_reference.encoder_from_merges(
+            [m[:2] for m in tok.merges], pattern).encode(clean.encode())
+        assert tok.encode_batch([text, clean]) == [ids, ids]
+    if len(toks) == 2:
+        assert toks[0].encode(text) == toks[1].encode(text)
+        assert toks[0].to_dict() == toks[1].to_dict()
 
 
 def test_train_bad_vocab_size():

@@ -91,7 +91,7 @@ def test_encode_batch_and_numpy():
 @pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
 def test_unknown_rate_on_real_text():
     """10,000 words learned from half of the English corpus cover most of the other half."""
-    text = (CORPORA / "english_literature_plus_kjv.txt").read_text(encoding="utf-8")
+    text = (CORPORA / "english_literature_plus_kjv.txt").read_bytes().decode("utf-8")
     docs = text.split("\n<|endoftext|>\n")
     train, held = docs[1:40:2], docs[0:40:2]
     tok = WordTokenizer.train(train, vocab_size=10_000)

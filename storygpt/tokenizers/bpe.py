@@ -177,6 +177,9 @@ class BPETokenizer(Tokenizer):
         for s, i in self._special.items():
             self._id_bytes[i] = s.encode("utf-8")
         self._vocab_size = size
+        self._known = np.array([b is not None for b in self._id_bytes], dtype=bool)
+        self._is_special = np.zeros(size, dtype=bool)
+        self._is_special[list(self._special.values())] = True
 
         if backend == "cpp":
             self._encoder = _load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
@@ -190,26 +193,30 @@ class BPETokenizer(Tokenizer):
             if b in by_bytes:
                 raise ValueError(f"merge_rule 'ranks' needs distinct tokens; {b!r} has ids {by_bytes[b]} and {i}")
             by_bytes[b] = i
-        out = []
+        merges: list[tuple[int, int, int]] = []
+        ranks: list[int] = []
         unreachable = []
-        for b, i in by_bytes.items():
-            if len(b) < 2:
+        get = by_bytes.get
+        # shorter tokens first (then by id), so that every part is defined before it is used
+        for i, b in sorted(self._vocab.items(), key=lambda kv: (len(kv[1]), kv[0])):
+            n = len(b)
+            if n < 2:
                 continue
-            found = False
-            for k in range(1, len(b)):
-                left = by_bytes.get(b[:k])
-                right = by_bytes.get(b[k:]) if left is not None else None
-                if right is not None:
-                    out.append((len(b), i, left, right))
-                    found = True
-            if not found:
+            before = len(merges)
+            for k in range(1, n):
+                left = get(b[:k])
+                if left is not None:
+                    right = get(b[k:])
+                    if right is not None:
+                        merges.append((left, right, i))
+                        ranks.append(i)
+            if len(merges) == before:
                 unreachable.append(b)
         if unreachable:
             raise ValueError(
                 f"{len(unreachable)} tokens cannot be split into two tokens, e.g. {unreachable[0]!r}"
             )
-        out.sort()  # shorter tokens first, so that every part is defined before it is used
-        return [(a, b, new) for _, new, a, b in out], [new for _, new, _, _ in out]
+        return merges, ranks
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -640,23 +647,25 @@ class BPETokenizer(Tokenizer):
         comes or the input ends.
         """
         rx, maxlen = self._resolve_allowed(allowed_special)
+        base, threshold = buffer_chars, buffer_chars
         buf: list[str] = []
         held = 0
         for line in lines:
             buf.append(line)
             held += len(line)
-            if held < buffer_chars:
+            if held < threshold:
                 continue
-            text = _clean_text("".join(buf))
+            # not cleaned here: a lone surrogate at the end may pair with the next line's
+            # (encode() cleans each part; a safe cut never falls between two surrogates)
+            text = "".join(buf)
             cut = self._safe_cut(text, rx, maxlen)
             if cut > 0:
                 yield from self.encode(text[:cut], allowed_special)
                 text = text[cut:]
             buf = [text]
             held = len(text)
-            # grow the threshold if nothing could be cut, to avoid quadratic rescans
-            if held >= buffer_chars:
-                buffer_chars = 2 * held
+            # while nothing can be cut, grow the threshold to avoid quadratic rescans
+            threshold = max(base, 2 * held)
         text = "".join(buf)
         if text:
             yield from self.encode(text, allowed_special)
@@ -688,15 +697,34 @@ class BPETokenizer(Tokenizer):
         Raises:
             ValueError: an unknown id (named).
         """
-        tb = self._id_bytes
-        n = self._vocab_size
-        try:
-            return b"".join([tb[i] if 0 <= i < n else None for i in map(int, ids)])  # type: ignore[misc]
-        except TypeError:
-            for i in map(int, ids):
-                if not (0 <= i < n) or tb[i] is None:
-                    raise ValueError(f"unknown token id {i} (vocab_size {n})") from None
-            raise
+        arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids))
+        if arr.size == 0:
+            return b""
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ValueError(f"ids must be a 1-D sequence of integers, got shape {arr.shape} dtype {arr.dtype}")
+        arr = arr.astype(np.int64, copy=False)
+        bad = (arr < 0) | (arr >= self._vocab_size)
+        if not bad.any():
+            bad = ~self._known[arr]
+        if bad.any():
+            i = int(arr[np.argmax(bad)])
+            raise ValueError(f"unknown token id {i} (vocab_size {self._vocab_size})")
+        if self.backend != "cpp":
+            return b"".join(map(self._id_bytes.__getitem__, arr.tolist()))
+        # C++ decode for runs of ordinary ids; special tokens (unknown to the encoder) in between
+        special_at = np.flatnonzero(self._is_special[arr])
+        if special_at.size == 0:
+            return self._encoder.decode(arr.astype(np.uint32))
+        parts = []
+        start = 0
+        for k in special_at.tolist():
+            if k > start:
+                parts.append(self._encoder.decode(arr[start:k].astype(np.uint32)))
+            parts.append(self._id_bytes[int(arr[k])])
+            start = k + 1
+        if start < arr.size:
+            parts.append(self._encoder.decode(arr[start:].astype(np.uint32)))
+        return b"".join(parts)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Decode ids to text: all bytes joined, then UTF-8 with ``errors="replace"``.
@@ -707,8 +735,6 @@ class BPETokenizer(Tokenizer):
         Raises:
             ValueError: an unknown id (named).
         """
-        if isinstance(ids, np.ndarray):
-            ids = ids.tolist()
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     # --------------------------------------------------------------- storage

@@ -189,12 +189,13 @@ class WordTokenizer(Tokenizer):
         Tokens never contain white space, so the buffer is cut after its last
         white-space character.
         """
+        base, threshold = buffer_chars, buffer_chars
         buf: list[str] = []
         held = 0
         for line in lines:
             buf.append(line)
             held += len(line)
-            if held < buffer_chars:
+            if held < threshold:
                 continue
             text = "".join(buf)
             m = _RX_LAST_SPACE.search(text)
@@ -202,8 +203,7 @@ class WordTokenizer(Tokenizer):
                 yield from self.encode(text[: m.end()], allowed_special)
                 text = text[m.end() :]
             buf, held = [text], len(text)
-            if held >= buffer_chars:
-                buffer_chars = 2 * held
+            threshold = max(base, 2 * held)  # grows only while nothing can be cut
         text = "".join(buf)
         if text:
             yield from self.encode(text, allowed_special)
