@@ -26,6 +26,15 @@ from storygpt.evaluate import (  # noqa: E402
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Tiny models run faster on one thread, above all on a busy machine; restored afterwards."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 # --------------------------------------------------------------------------
 # stand-ins: a character tokenizer and a tiny causal model
 # --------------------------------------------------------------------------
