@@ -176,8 +176,11 @@ def main(argv: list[str] | None = None) -> int:
 
         device = best_device() if args.device == "auto" else args.device
         loaded = {}
-        for p in paths:
-            loaded[p] = load_checkpoint(str(p), device=device)
+        for p in paths:  # on the CPU first: only the model that is being measured goes to the device
+            model, tok, ckpt = load_checkpoint(str(p), device="cpu")
+            meta = {k: ckpt.get(k) for k in ("data_dir", "corpus", "config")}
+            loaded[p] = (model, tok, meta)
+            del ckpt  # the optimizer state and the rest are not needed
         docs, source = load_text(args, loaded)
         n_chars = count_characters(docs)
         if not args.json:
@@ -187,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for p in paths:
             model, tok, ckpt = loaded[p]
-            block_size = int(ckpt.get("config", {}).get("block_size") or model.config.block_size)
+            model.to(device)
+            block_size = int((ckpt.get("config") or {}).get("block_size") or model.config.block_size)
             stride = args.stride
             if stride is not None and stride > block_size:
                 raise ValueError(f"--stride {stride} is larger than the context length {block_size} of {p}")
