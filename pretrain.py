@@ -31,6 +31,7 @@ import torch
 
 from storygpt.checkpoint import (
     CheckpointError,
+    _umask_mode,
     clean_state_dict,
     read_checkpoint,
     rng_state,
@@ -72,37 +73,73 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     add("--minutes", type=float, default=10.0, help="training time budget in minutes (wall clock, including evaluations)")
     add("--max-steps", type=int, default=None, help="stop after this many optimizer steps even if time is left")
     g = p.add_argument_group("model")
-    add("--n-layer", type=int, default=4, help="transformer blocks")
+    add("--n-layer", type=int, default=3, help="transformer blocks")
     add("--n-head", type=int, default=4, help="attention heads per block")
-    add("--n-embd", type=int, default=128, help="embedding width")
+    add("--n-embd", type=int, default=96, help="embedding width")
     add("--block-size", type=int, default=128, help="context length in tokens")
     add("--dropout", type=float, default=0.0, help="dropout probability")
     add("--rope-theta", type=float, default=10000.0, help="rotary frequency base (with --rope)")
     g = p.add_argument_group("optimization")
-    add("--batch-size", type=int, default=32, help="windows per optimizer step (per process)")
+    add("--batch-size", type=int, default=16, help="windows per optimizer step (per process)")
     add("--lr", type=float, default=3e-3, help="peak learning rate (AdamW)")
     add("--min-lr", type=float, default=3e-4, help="learning rate at the end of the cosine decay")
-    add("--warmup-steps", type=int, default=50, help="linear learning-rate warm-up steps")
+    add("--warmup-steps", type=int, default=20, help="linear learning-rate warm-up steps")
     add("--weight-decay", type=float, default=0.1, help="AdamW weight decay (matrices and embeddings only)")
     add("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this (0: off)")
     add("--seed", type=int, default=1337, help="random seed (model init; batch sampling uses seed and rank)")
     g = p.add_argument_group("evaluation")
-    add("--eval-interval", type=int, default=200, help="evaluate and write a checkpoint every this many steps")
+    add("--eval-interval", type=int, default=100, help="evaluate and write a checkpoint every this many steps")
     add("--eval-windows", type=int, default=64, help="fixed held-out (and train) windows of block_size tokens per evaluation")
     g = p.add_argument_group("hardware")
     add("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
     add("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-        help="compute dtype (autocast); auto: bfloat16 on CUDA when supported, else float16 on CUDA, float32 on CPU/MPS (measured: benchmarks/train_throughput.py)")
-    add("--threads", type=int, default=None, help="torch CPU threads per process (default: CPU cores / processes on this node)")
+        help="compute dtype (autocast); auto: bfloat16 on CUDA when supported, else float16 on CUDA; on CPU bfloat16 when the CPU has native bfloat16 instructions (avx512_bf16/amx_bf16), else float32; float32 on MPS (measured: benchmarks/train_throughput.py, docs/training.md)")
+    add("--threads", type=int, default=None, help="torch CPU threads per process (default on CPU: times a training step with 1 thread and with cores/processes threads and keeps the faster; OpenMP threads slow down badly on a busy machine)")
     add("--compile", action="store_true", default=False, help="torch.compile the model (slow start; worth it on long GPU runs)")
     add("--no-progress", action="store_true", default=False, help="no tqdm progress bar")
     return p
+
+
+def probe_threads(model, data, block_size, batch_size, autocast, candidates) -> tuple[int, dict]:
+    """Time one forward+backward per thread count (after a warm-up) and set the fastest.
+
+    Runs in eval mode (no dropout: no RNG is used) on a fixed batch; gradients are dropped afterwards.
+    Returns ``(threads, {threads: seconds})``.
+    """
+    starts = fixed_windows(len(data), block_size, batch_size)
+    x, y = windows_to_batch(data, starts, block_size, torch.device("cpu"))
+    was_training = model.training
+    model.eval()
+    timings = {}
+    for n in candidates:
+        torch.set_num_threads(n)
+        best = math.inf
+        for _ in range(2):  # the first is a warm-up
+            t0 = time.perf_counter()
+            with autocast:
+                _, loss = model(x, y)
+            loss.backward()
+            best = time.perf_counter() - t0
+        timings[n] = best
+    model.zero_grad(set_to_none=True)
+    model.train(was_training)
+    threads = min(timings, key=timings.get)
+    torch.set_num_threads(threads)
+    return threads, timings
 
 
 def run_name_for(args) -> str:
     if args.run_name:
         return args.run_name
     return "pretrain" + ("-rope" if args.rope else "") + ("-bpe" if args.bpe else "")
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def pick_device(name: str, local_rank: int) -> torch.device:
@@ -123,8 +160,19 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
         return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    # CPU: float32 measured faster than bfloat16 autocast on this project's machine (docs/training.md)
+    if device.type == "cpu" and cpu_has_native_bf16():
+        return torch.bfloat16  # measured 4-13% faster than float32, same loss per step (docs/training.md)
     return torch.float32
+
+
+def cpu_has_native_bf16() -> bool:
+    """True when /proc/cpuinfo lists avx512_bf16 or amx_bf16 (without them bfloat16 is emulated, slowly)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
 def lr_at(step: int, progress: float, args) -> float:
@@ -141,6 +189,7 @@ def write_json_atomic(path: Path, obj) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=2)
             f.write("\n")
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -259,7 +308,8 @@ def main(argv: list[str] | None = None) -> dict:
         dist.init_process_group(backend=backend)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    threads = args.threads or max(1, (os.cpu_count() or 1) // max(1, local_world))
+    max_threads = max(1, usable_cores() // max(1, local_world))
+    threads = args.threads or max_threads
     torch.set_num_threads(threads)
     dtype = pick_dtype(args.dtype, device)
     if dtype == torch.float32:
@@ -334,6 +384,11 @@ def main(argv: list[str] | None = None) -> dict:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
 
+    if args.threads is None and device.type == "cpu" and max_threads > 1:
+        threads, timings = probe_threads(model, train, args.block_size, args.batch_size, autocast,
+                                         sorted({1, max_threads}))
+        log("threads: " + ", ".join(f"{n}: {t * 1000:.0f} ms" for n, t in timings.items())
+            + f" per forward+backward -> {threads}")
     n_params = model.num_parameters()
     budget = args.minutes * 60.0
     max_steps = args.max_steps if args.max_steps is not None else math.inf
@@ -437,7 +492,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     bar = tqdm(total=round(budget), initial=min(round(elapsed_before), round(budget)), unit="s",
                disable=(not master) or args.no_progress, dynamic_ncols=True, file=sys.stderr,
-               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s {postfix}")
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s{postfix}")
     t_start = time.perf_counter()
     session_tokens, session_train_time, session_steps = 0, 0.0, 0
     last_eval_step = step if resumed is not None else -1

@@ -30,6 +30,13 @@ REQUIRED_KEYS = ("model", "config", "tokenizer")
 TRAINING_KEYS = ("data_dir", "corpus", "optimizer", "step", "tokens_seen", "elapsed", "history", "rng", "args")
 
 
+def _umask_mode() -> int:
+    """0o666 minus the process umask: the mode an ordinary open() would give a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be used; the message names the file."""
 
@@ -76,6 +83,7 @@ def save_checkpoint(path: str | os.PathLike, ckpt: dict) -> None:
             torch.save(ckpt, f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _umask_mode())  # mkstemp makes 0600 files
         os.replace(tmp, path)
     except BaseException:
         try:
