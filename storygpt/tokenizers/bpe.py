@@ -1,0 +1,813 @@
+"""Byte-level BPE tokenizer: training, encoding with special tokens, files, other vocabularies.
+
+Algorithm: byte-pair encoding (Sennrich, Haddow & Birch 2016) made byte-level as
+in GPT-2 (Radford et al. 2019); the exact semantics (pre-tokenization patterns,
+tie-breaks, lowest-rank-first merging) are those of
+:mod:`storygpt.tokenizers.bpe_reference`.  The work is done by the C++ core
+``storygpt._bpe`` (``backend="cpp"``, default) or by the Python reference
+(``backend="reference"``, slow, for tests).
+
+Two merge rules exist (recorded as ``"merge_rule"`` in the file):
+
+* ``"merges"``: the merges list is the model; merge ``i`` has rank ``i``
+  (trained tokenizers, :meth:`BPETokenizer.from_merges`, GPT-2's ``vocab.bpe``).
+* ``"ranks"``: the vocabulary is the model, as in OpenAI's ``.tiktoken`` rank
+  files and ``tiktoken``: inside a chunk, the adjacent pair whose
+  *concatenation* is a token with the lowest id is merged (leftmost on ties),
+  for *any* pair of tokens, not only one "official" split.  The encoder gets
+  every ``(a, b, id(a + b))`` with ``a``, ``b`` and ``a + b`` all tokens, with
+  rank ``id(a + b)``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import regex
+
+from . import bpe_reference
+from . import io as _io
+from .base import EOT, Tokenizer
+
+MERGE_RULES = ("merges", "ranks")
+BACKENDS = ("cpp", "reference")
+
+#: A safe place to cut a text stream for every pattern: right after a letter or
+#: digit that is followed by ASCII white space (see ``encode_iterable``).
+_CUT_RX = regex.compile(r"(?r)[\p{L}\p{N}](?=[ \t\n\r])")
+
+
+def _clean_text(text: str) -> str:
+    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _load_cpp():
+    try:
+        from storygpt import _bpe  # type: ignore
+    except ImportError as e:
+        raise ImportError(
+            "the C++ extension storygpt._bpe is not built; run `python setup.py build_ext --inplace` "
+            "in the repository root, or pass backend='reference'"
+        ) from e
+    if not hasattr(_bpe, "Encoder") or not hasattr(_bpe, "train"):
+        raise ImportError(
+            "this build of storygpt._bpe has no Encoder/train yet (rebuild with "
+            "`python setup.py build_ext --inplace`), or pass backend='reference'"
+        )
+    return _bpe
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+
+
+def _special_dict(special_tokens, first_id: int) -> dict[str, int]:
+    """Specials as a dict: a mapping keeps its ids, a sequence gets ids from ``first_id``."""
+    if isinstance(special_tokens, Mapping):
+        return {str(k): int(v) for k, v in special_tokens.items()}
+    out: dict[str, int] = {}
+    for s in special_tokens:
+        if isinstance(s, bytes):
+            s = s.decode("utf-8")
+        if not s:
+            raise ValueError("special tokens must be non-empty strings")
+        if s in out:
+            raise ValueError(f"special token {s!r} given twice")
+        out[s] = first_id + len(out)
+    return out
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-level BPE tokenizer (no unknown token: every string is encodable).
+
+    Args:
+        vocab: id -> token bytes for every non-special token; must hold the 256
+            single bytes.
+        merges: ``(left_id, right_id, new_id)`` triples in rank order (rule
+            ``"merges"``); ``None`` for rule ``"ranks"``.
+        special_tokens: special-token string -> id (ids not used by ``vocab``).
+        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``).
+        merge_rule: ``"merges"`` or ``"ranks"`` (module docstring).
+        backend: ``"cpp"`` (``storygpt._bpe.Encoder``) or ``"reference"`` (Python).
+
+    Usually built by :meth:`train`, :meth:`load`, :meth:`from_merges`,
+    :meth:`from_vocab`, :meth:`from_tiktoken` or :meth:`from_gpt2_files`.
+
+    Raises:
+        ValueError: inconsistent vocabulary, merges or special tokens (named),
+            unknown pattern, merge rule or backend.
+        ImportError: ``backend="cpp"`` without the built extension.
+    """
+
+    kind = "bpe"
+
+    def __init__(
+        self,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[int, int, int]] | None,
+        special_tokens: Mapping[str, int],
+        pattern: str = "simple",
+        merge_rule: str = "merges",
+        backend: str = "cpp",
+    ):
+        bpe_reference._check_pattern(pattern)
+        _check_backend(backend)
+        if merge_rule not in MERGE_RULES:
+            raise ValueError(f"unknown merge_rule {merge_rule!r}; expected one of {MERGE_RULES}")
+        self.pattern = pattern
+        self.merge_rule = merge_rule
+        self.backend = backend
+        self._vocab: dict[int, bytes] = {}
+        for i, b in vocab.items():
+            i = int(i)
+            if i < 0:
+                raise ValueError(f"negative token id {i}")
+            if not isinstance(b, (bytes, bytearray)) or not b:
+                raise ValueError(f"token {i} must be non-empty bytes, got {b!r}")
+            self._vocab[i] = bytes(b)
+        byte_ids = [-1] * 256
+        for i, b in sorted(self._vocab.items()):
+            if len(b) == 1 and byte_ids[b[0]] < 0:
+                byte_ids[b[0]] = i
+        missing = [b for b in range(256) if byte_ids[b] < 0]
+        if missing:
+            raise ValueError(f"vocabulary lacks {len(missing)} single-byte tokens, e.g. byte {missing[0]:#04x}")
+        self._byte_ids = byte_ids
+
+        self._special: dict[str, int] = {}
+        for s, i in special_tokens.items():
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"special token {s!r} must be a non-empty string")
+            i = int(i)
+            if i < 0 or i in self._vocab or i in self._special.values():
+                raise ValueError(f"special token {s!r} has id {i}, which is negative or already used")
+            self._special[s] = i
+
+        if merge_rule == "merges":
+            if merges is None:
+                raise ValueError("merge_rule 'merges' needs a merges list")
+            self._merges = [tuple(int(x) for x in m) for m in merges]
+            for k, (a, b, new) in enumerate(self._merges):
+                for t in (a, b, new):
+                    if t not in self._vocab:
+                        raise ValueError(f"merge {k} ({a}, {b}) -> {new} uses id {t}, not in the vocabulary")
+                if self._vocab[a] + self._vocab[b] != self._vocab[new]:
+                    raise ValueError(
+                        f"merge {k}: token {new} = {self._vocab[new]!r} is not "
+                        f"{self._vocab[a]!r} + {self._vocab[b]!r}"
+                    )
+            enc_merges, enc_ranks = self._merges, None
+        else:
+            if merges is not None:
+                raise ValueError("merge_rule 'ranks' takes no merges list (the vocabulary ranks are the model)")
+            self._merges = None
+            enc_merges, enc_ranks = self._rank_merges()
+
+        size = max(list(self._vocab) + list(self._special.values())) + 1
+        self._id_bytes: list[bytes | None] = [None] * size
+        for i, b in self._vocab.items():
+            self._id_bytes[i] = b
+        for s, i in self._special.items():
+            self._id_bytes[i] = s.encode("utf-8")
+        self._vocab_size = size
+        self._known = np.array([b is not None for b in self._id_bytes], dtype=bool)
+        self._is_special = np.zeros(size, dtype=bool)
+        self._is_special[list(self._special.values())] = True
+
+        if backend == "cpp":
+            self._encoder = _load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
+        else:
+            self._encoder = bpe_reference.Encoder(enc_merges, byte_ids, pattern, enc_ranks)
+
+    def _rank_merges(self) -> tuple[list[tuple[int, int, int]], list[int]]:
+        """Every split (a, b) of every token with a, b tokens: merge (a, b) -> a+b at rank id(a+b)."""
+        by_bytes: dict[bytes, int] = {}
+        for i, b in self._vocab.items():
+            if b in by_bytes:
+                raise ValueError(f"merge_rule 'ranks' needs distinct tokens; {b!r} has ids {by_bytes[b]} and {i}")
+            by_bytes[b] = i
+        merges: list[tuple[int, int, int]] = []
+        ranks: list[int] = []
+        unreachable = []
+        get = by_bytes.get
+        # shorter tokens first (then by id), so that every part is defined before it is used
+        for i, b in sorted(self._vocab.items(), key=lambda kv: (len(kv[1]), kv[0])):
+            n = len(b)
+            if n < 2:
+                continue
+            before = len(merges)
+            for k in range(1, n):
+                left = get(b[:k])
+                if left is not None:
+                    right = get(b[k:])
+                    if right is not None:
+                        merges.append((left, right, i))
+                        ranks.append(i)
+            if len(merges) == before:
+                unreachable.append(b)
+        if unreachable:
+            raise ValueError(
+                f"{len(unreachable)} tokens cannot be split into two tokens, e.g. {unreachable[0]!r}"
+            )
+        return merges, ranks
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def train(
+        cls,
+        text_or_files: str | bytes | Sequence[str | os.PathLike],
+        vocab_size: int,
+        pattern: str = "simple",
+        special_tokens: Sequence[str] = ("<pad>", EOT),
+        min_frequency: int = 1,
+        tie_break: str = "smallest_ids",
+        num_threads: int = 0,
+        backend: str = "cpp",
+    ) -> "BPETokenizer":
+        """Learn a BPE vocabulary.
+
+        Args:
+            text_or_files: the training text (``str`` or UTF-8 ``bytes``), or a
+                list of file paths (read by the C++ trainer; each file is a
+                separate text, chunks never cross files).
+            vocab_size: final vocabulary size: 256 bytes + merges + special
+                tokens (fewer merges are learned when the text runs out of pairs).
+            pattern: pre-tokenization pattern name.
+            special_tokens: registered special tokens; they split the training
+                text, are never merged, and get the last ids.
+            min_frequency: stop when the best pair occurs fewer times.
+            tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
+            num_threads: trainer threads (0: all cores).
+            backend: ``"cpp"`` (``storygpt._bpe.train``) or ``"reference"``.
+
+        Returns:
+            A tokenizer with ids: bytes ``0..255``, merge ``i`` at ``256 + i``,
+            then the special tokens in the order given.
+
+        Raises:
+            ValueError: bad ``vocab_size`` / pattern / tie-break (from the trainer).
+            FileNotFoundError: a listed file does not exist (named).
+        """
+        _check_backend(backend)
+        specials = _special_dict(special_tokens, 0)  # validates
+        special_bytes = [s.encode("utf-8") for s in specials]
+        if isinstance(text_or_files, (str, bytes, bytearray)):
+            data = _clean_text(text_or_files).encode("utf-8") if isinstance(text_or_files, str) else bytes(text_or_files)
+            files = None
+        else:
+            data = None
+            files = [os.fspath(p) for p in text_or_files]
+            for p in files:
+                if not os.path.isfile(p):
+                    raise FileNotFoundError(f"training file not found: {p}")
+        threads = num_threads if num_threads > 0 else (os.cpu_count() or 1)
+        if backend == "cpp":
+            pairs = _load_cpp().train(
+                data=data, files=files, vocab_size=vocab_size, pattern=pattern,
+                special_tokens=special_bytes, min_frequency=min_frequency,
+                tie_break=tie_break, num_threads=threads,
+            )
+        else:
+            if files is None:
+                pairs = bpe_reference.train(data, vocab_size, pattern, special_bytes, min_frequency, tie_break)
+            else:
+                # Each file is its own text: join them with a separator that is
+                # registered as one more special token (and one more vocab slot).
+                sep = b"\x00<storygpt-file-separator>\x00"
+                texts = [open(p, "rb").read() for p in files]
+                pairs = bpe_reference.train(
+                    sep.join(texts), vocab_size + 1, pattern, special_bytes + [sep], min_frequency, tie_break
+                )
+        return cls.from_merges_ids([tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend)
+
+    @classmethod
+    def from_merges_ids(
+        cls, merges: Sequence[tuple[int, int]], special_tokens=("<pad>", EOT), pattern: str = "simple", backend: str = "cpp"
+    ) -> "BPETokenizer":
+        """From merges as id pairs (``bpe_reference.train`` output): merge ``i`` makes id ``256 + i``."""
+        vocab = {b: bytes([b]) for b in range(256)}
+        triples = []
+        for k, (a, b) in enumerate(merges):
+            if a not in vocab or b not in vocab:
+                raise ValueError(f"merge {k} ({a}, {b}) uses an id not defined before it")
+            vocab[256 + k] = vocab[a] + vocab[b]
+            triples.append((a, b, 256 + k))
+        return cls(vocab, triples, _special_dict(special_tokens, len(vocab)), pattern, "merges", backend)
+
+    @classmethod
+    def from_merges(
+        cls, merges: Sequence[tuple[bytes, bytes]], special_tokens=("<pad>", EOT), pattern: str = "simple", backend: str = "cpp"
+    ) -> "BPETokenizer":
+        """From merges as byte-string pairs (rank = list order).
+
+        Ids: byte ``b`` is ``b``, merge ``i`` makes ``256 + i``, special tokens
+        follow (a sequence) or keep their ids (a dict str -> id).
+
+        Raises:
+            ValueError: a merge uses a token not made by an earlier merge (named).
+        """
+        by_bytes = {bytes([b]): b for b in range(256)}
+        pairs = []
+        for k, (a, b) in enumerate(merges):
+            a, b = bytes(a), bytes(b)
+            if a not in by_bytes or b not in by_bytes:
+                raise ValueError(f"merge {k} ({a!r}, {b!r}) uses a token not made by an earlier merge")
+            pairs.append((by_bytes[a], by_bytes[b]))
+            by_bytes.setdefault(a + b, 256 + k)
+        return cls.from_merges_ids(pairs, special_tokens, pattern, backend)
+
+    @classmethod
+    def from_vocab(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens=(EOT,),
+        pattern: str = "simple",
+        backend: str = "cpp",
+    ) -> "BPETokenizer":
+        """From someone else's vocabulary and merges, keeping their ids (rank = merges order).
+
+        Args:
+            vocab: id -> token bytes (distinct; the 256 single bytes included).
+            merges: ``(left bytes, right bytes)`` pairs; ``left + right`` must be in ``vocab``.
+            special_tokens: dict str -> id (kept), or a sequence (ids after the largest id).
+
+        Raises:
+            ValueError: a merge whose parts or result is not in ``vocab`` (named).
+        """
+        by_bytes: dict[bytes, int] = {}
+        for i, b in vocab.items():
+            if bytes(b) in by_bytes:
+                raise ValueError(f"token {bytes(b)!r} appears twice (ids {by_bytes[bytes(b)]} and {i})")
+            by_bytes[bytes(b)] = int(i)
+        triples = []
+        for k, (a, b) in enumerate(merges):
+            a, b = bytes(a), bytes(b)
+            for t in (a, b, a + b):
+                if t not in by_bytes:
+                    raise ValueError(f"merge {k} ({a!r}, {b!r}): token {t!r} is not in the vocabulary")
+            triples.append((by_bytes[a], by_bytes[b], by_bytes[a + b]))
+        specials = _special_dict(special_tokens, max(by_bytes.values()) + 1)
+        return cls(dict(vocab), triples, specials, pattern, "merges", backend)
+
+    @classmethod
+    def from_ranks(
+        cls, ranks: Mapping[bytes, int], special_tokens: Mapping[str, int] | Sequence[str] = (EOT,),
+        pattern: str = "gpt2", backend: str = "cpp",
+    ) -> "BPETokenizer":
+        """From tiktoken-style mergeable ranks (token bytes -> rank = id); merge rule ``"ranks"``."""
+        vocab = {int(i): bytes(b) for b, i in ranks.items()}
+        specials = _special_dict(special_tokens, max(vocab) + 1)
+        return cls(vocab, None, specials, pattern, "ranks", backend)
+
+    @classmethod
+    def from_tiktoken(
+        cls, name_or_path: str | os.PathLike, pattern: str | None = None,
+        special_tokens: Mapping[str, int] | Sequence[str] | None = None, backend: str = "cpp",
+    ) -> "BPETokenizer":
+        """OpenAI's vocabularies, read through ``tiktoken``'s own loader and cache.
+
+        Args:
+            name_or_path: an encoding name known to tiktoken (``"gpt2"``,
+                ``"r50k_base"``, ``"p50k_base"``, ``"cl100k_base"``), read with
+                ``tiktoken.get_encoding`` (honours ``TIKTOKEN_CACHE_DIR``; it
+                downloads only if the cache lacks the file), or the path of a
+                ``.tiktoken`` rank file (read with ``tiktoken.load.load_tiktoken_bpe``).
+            pattern: for a name, taken from the encoding (must be one of ours);
+                for a path, default ``"gpt2"``.
+            special_tokens: for a name, the encoding's; for a path, default
+                ``{"<|endoftext|>": number of ranks}``.
+
+        Raises:
+            ImportError: tiktoken is not installed.
+            ValueError: the encoding's split pattern is not one storygpt implements.
+            FileNotFoundError: a path that does not exist.
+        """
+        try:
+            import tiktoken
+            import tiktoken.load
+        except ImportError as e:
+            raise ImportError("BPETokenizer.from_tiktoken needs the optional package tiktoken (pip install tiktoken)") from e
+        s = os.fspath(name_or_path)
+        is_path = os.sep in s or s.endswith(".tiktoken") or os.path.exists(s)
+        if is_path:
+            if not os.path.isfile(s):
+                raise FileNotFoundError(f"tiktoken rank file not found: {s}")
+            ranks = tiktoken.load.load_tiktoken_bpe(s)
+            pat = pattern or "gpt2"
+            specials = special_tokens if special_tokens is not None else {EOT: len(ranks)}
+        else:
+            enc = tiktoken.get_encoding(s)
+            ranks = enc._mergeable_ranks
+            specials = special_tokens if special_tokens is not None else dict(enc._special_tokens)
+            pat = pattern
+            if pat is None:
+                names = [n for n, p in bpe_reference.PATTERNS.items() if p == enc._pat_str]
+                if not names:
+                    raise ValueError(f"tiktoken encoding {s!r} uses a split pattern storygpt does not implement: {enc._pat_str!r}")
+                pat = names[0]
+        return cls.from_ranks(ranks, specials, pat, backend)
+
+    @classmethod
+    def from_gpt2_files(
+        cls, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, pattern: str = "gpt2", backend: str = "cpp"
+    ) -> "BPETokenizer":
+        """GPT-2's original ``encoder.json`` (token -> id) and ``vocab.bpe`` (merges), from local paths.
+
+        Both files write bytes through GPT-2's reversible byte <-> printable
+        unicode table (:func:`gpt2_bytes_to_unicode`); tokens are mapped back to
+        raw bytes here.  Ids come from ``encoder.json`` (so byte ids differ from
+        byte values); merge ranks are the line order of ``vocab.bpe``; tokens of
+        ``encoder.json`` that are not byte strings reachable by merges and look
+        like ``<|...|>`` (``<|endoftext|>``) become special tokens.
+
+        Raises:
+            FileNotFoundError: a missing file (named).
+            ValueError: malformed content (file named).
+        """
+        import json
+
+        dec = {c: b for b, c in gpt2_bytes_to_unicode().items()}
+
+        def to_bytes(tok: str, where: str) -> bytes:
+            try:
+                return bytes(dec[c] for c in tok)
+            except KeyError as e:
+                raise ValueError(f"{where}: token {tok!r} has a character outside GPT-2's byte table") from e
+
+        for p in (encoder_json, vocab_bpe):
+            if not os.path.isfile(p):
+                raise FileNotFoundError(f"GPT-2 vocabulary file not found: {p}")
+        with open(encoder_json, encoding="utf-8") as f:
+            try:
+                encoder = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{encoder_json}: not valid JSON: {e}") from e
+        vocab: dict[int, bytes] = {}
+        specials: dict[str, int] = {}
+        for tok, i in encoder.items():
+            if tok.startswith("<|") and tok.endswith("|>"):
+                specials[tok] = int(i)
+            else:
+                vocab[int(i)] = to_bytes(tok, str(encoder_json))
+        merges = []
+        with open(vocab_bpe, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                line = line.rstrip("\n")
+                if not line or line.startswith("#version"):
+                    continue
+                parts = line.split(" ")
+                if len(parts) != 2:
+                    raise ValueError(f"{vocab_bpe}:{n}: expected two tokens separated by a space, got {line!r}")
+                merges.append((to_bytes(parts[0], str(vocab_bpe)), to_bytes(parts[1], str(vocab_bpe))))
+        return cls.from_vocab(vocab, merges, specials, pattern, backend)
+
+    # ------------------------------------------------------------- properties
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special)
+
+    @property
+    def pad_id(self) -> int | None:
+        return self._special.get("<pad>")
+
+    @property
+    def eot_id(self) -> int | None:
+        return self._special.get(EOT)
+
+    @property
+    def unk_id(self) -> None:
+        return None
+
+    @property
+    def byte_ids(self) -> list[int]:
+        """``byte_ids[b]``: the id of the single byte ``b``."""
+        return list(self._byte_ids)
+
+    @property
+    def merges(self) -> list[tuple[int, int, int]] | None:
+        """``(left, right, new)`` id triples in rank order (rule ``"merges"``), else None."""
+        return None if self._merges is None else list(self._merges)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token (a special token: its UTF-8).
+
+        Raises:
+            ValueError: unknown id (named).
+        """
+        t = int(token_id)
+        b = self._id_bytes[t] if 0 <= t < self._vocab_size else None
+        if b is None:
+            raise ValueError(f"unknown token id {t} (vocab_size {self._vocab_size})")
+        return b
+
+    def id_to_token(self, token_id: int) -> str:
+        """Printable token: its text, with undecodable bytes shown as ``\\xNN``."""
+        return self.token_bytes(token_id).decode("utf-8", errors="backslashreplace")
+
+    # ---------------------------------------------------------------- encode
+    def _special_rx(self, allowed: frozenset | None):
+        cache = self.__dict__.setdefault("_rx_cache", {})
+        if allowed not in cache:
+            cache[allowed] = self._compile_special_rx(allowed)
+        return cache[allowed]
+
+    def _compile_special_rx(self, allowed: frozenset | None):
+        names = list(self._special) if allowed is None else [s for s in self._special if s in allowed]
+        if not names:
+            return None, 0
+        names.sort(key=lambda s: (-len(s), s))  # longest first: the longest match wins
+        return regex.compile("|".join(regex.escape(s) for s in names)), max(len(s) for s in names)
+
+    def _resolve_allowed(self, allowed_special):
+        if allowed_special == "all":
+            return self._special_rx(None)
+        if isinstance(allowed_special, str):
+            raise ValueError(f"allowed_special must be 'all' or a set of strings, got {allowed_special!r}")
+        allowed = frozenset(allowed_special)
+        unknown = allowed - set(self._special)
+        if unknown:
+            raise ValueError(f"allowed_special names tokens that are not registered special tokens: {sorted(unknown)}")
+        return self._special_rx(allowed)
+
+    def _split(self, text: str, rx) -> list[str | int]:
+        """Plain pieces (str, non-empty) and special-token ids (int), in order."""
+        if rx is None:
+            return [text] if text else []
+        out: list[str | int] = []
+        pos = 0
+        for m in rx.finditer(text):
+            if m.start() > pos:
+                out.append(text[pos : m.start()])
+            out.append(self._special[m.group()])
+            pos = m.end()
+        if pos < len(text):
+            out.append(text[pos:])
+        return out
+
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        ids = self._encoder.encode(data)
+        return ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+
+    def encode(self, text: str, allowed_special="all") -> list[int]:
+        """Encode ``text`` to ids.
+
+        Registered special tokens found in ``text`` become their ids (longest
+        match first) when allowed; they are never merged with neighbours.  Lone
+        surrogates become U+FFFD.
+
+        Args:
+            text: any string.
+            allowed_special: ``"all"`` or a set of special-token strings to
+                recognise (``set()``: plain text, same as :meth:`encode_ordinary`).
+
+        Returns:
+            list of int ids in ``range(vocab_size)``.
+
+        Raises:
+            ValueError: ``allowed_special`` names an unregistered token.
+        """
+        text = _clean_text(text)
+        rx, _ = self._resolve_allowed(allowed_special)
+        out: list[int] = []
+        for piece in self._split(text, rx):
+            if isinstance(piece, int):
+                out.append(piece)
+            else:
+                out.extend(self._encode_bytes(piece.encode("utf-8")))
+        return out
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode with every special token treated as plain text."""
+        return self._encode_bytes(_clean_text(text).encode("utf-8"))
+
+    def _encode_many(self, pieces: list[bytes], num_threads: int) -> list[np.ndarray]:
+        if not pieces:
+            return []
+        if self.backend == "cpp":
+            flat, offsets = self._encoder.encode_batch(pieces, num_threads)
+            flat = np.asarray(flat, dtype=np.uint32)
+            return [flat[offsets[i] : offsets[i + 1]] for i in range(len(pieces))]
+        return [np.asarray(self._encoder.encode(p), dtype=np.uint32) for p in pieces]
+
+    def encode_batch_numpy(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all"):
+        """Encode many texts at once (C++: one multi-threaded call).
+
+        Returns:
+            ``(ids, offsets)``: uint32 ids of all texts concatenated, int64
+            offsets of shape ``(len(texts) + 1,)``.
+        """
+        rx, _ = self._resolve_allowed(allowed_special)
+        split = [self._split(_clean_text(t), rx) for t in texts]
+        plain = [p.encode("utf-8") for parts in split for p in parts if isinstance(p, str)]
+        encoded = iter(self._encode_many(plain, num_threads))
+        arrays: list[np.ndarray] = []
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        total = 0
+        for k, parts in enumerate(split):
+            for p in parts:
+                a = np.array([p], dtype=np.uint32) if isinstance(p, int) else next(encoded)
+                arrays.append(a)
+                total += len(a)
+            offsets[k + 1] = total
+        ids = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(0, dtype=np.uint32)
+        return ids, offsets
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all") -> list[list[int]]:
+        """Encode many texts; one list of ids per text."""
+        ids, offsets = self.encode_batch_numpy(texts, num_threads, allowed_special)
+        ids = ids.tolist()
+        return [ids[offsets[i] : offsets[i + 1]] for i in range(len(texts))]
+
+    def encode_iterable(self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20) -> Iterator[int]:
+        """Lazily encode the concatenation of ``lines``; ids equal ``encode("".join(lines))``.
+
+        Text is buffered until about ``buffer_chars`` characters are held, then
+        everything before the last *safe cut* is encoded and the rest is held
+        back.  A safe cut is a position right after a letter or digit
+        (``\\p{L}``/``\\p{N}``) that is followed by ASCII white space (space,
+        tab, newline, carriage return), not inside a special token and at
+        least one special-token length before the buffer end, or the end of a
+        special token.  No pre-tokenization chunk of any of the three patterns
+        crosses such a position, and the text before it does not end in white
+        space (so patterns with ``$`` or look-ahead see the same chunks), which
+        is why chunks that span ``"\\n"`` (``gpt2``/``gpt4``) are safe.  Text
+        without any safe cut (no letter before white space) is held until one
+        comes or the input ends.
+        """
+        rx, maxlen = self._resolve_allowed(allowed_special)
+        base, threshold = buffer_chars, buffer_chars
+        buf: list[str] = []
+        held = 0
+        for line in lines:
+            buf.append(line)
+            held += len(line)
+            if held < threshold:
+                continue
+            # not cleaned here: a lone surrogate at the end may pair with the next line's
+            # (encode() cleans each part; a safe cut never falls between two surrogates)
+            text = "".join(buf)
+            cut = self._safe_cut(text, rx, maxlen)
+            if cut > 0:
+                yield from self.encode(text[:cut], allowed_special)
+                text = text[cut:]
+            buf = [text]
+            held = len(text)
+            # while nothing can be cut, grow the threshold to avoid quadratic rescans
+            threshold = max(base, 2 * held)
+        text = "".join(buf)
+        if text:
+            yield from self.encode(text, allowed_special)
+
+    @staticmethod
+    def _safe_cut(text: str, rx, maxlen: int) -> int:
+        """The largest safe cut position in ``text`` (0 if none); see :meth:`encode_iterable`."""
+        limit = len(text) - max(maxlen, 1)
+        if limit <= 0:
+            return 0
+        spans = [m.span() for m in rx.finditer(text)] if rx is not None else []
+        best_special = max((e for s, e in spans if e <= limit), default=0)
+        end = limit + 1  # the look-ahead may see text[limit]
+        while end > best_special:
+            m = _CUT_RX.search(text, 0, end)
+            if m is None:
+                break
+            p = m.end()
+            inside = [s for s, e in spans if s < p < e]
+            if not inside:
+                return max(p, best_special)
+            end = min(inside)
+        return best_special
+
+    # ---------------------------------------------------------------- decode
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The concatenated bytes of ``ids`` (special tokens as their UTF-8).
+
+        Raises:
+            ValueError: an unknown id (named).
+        """
+        arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids))
+        if arr.size == 0:
+            return b""
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise ValueError(f"ids must be a 1-D sequence of integers, got shape {arr.shape} dtype {arr.dtype}")
+        arr = arr.astype(np.int64, copy=False)
+        bad = (arr < 0) | (arr >= self._vocab_size)
+        if not bad.any():
+            bad = ~self._known[arr]
+        if bad.any():
+            i = int(arr[np.argmax(bad)])
+            raise ValueError(f"unknown token id {i} (vocab_size {self._vocab_size})")
+        if self.backend != "cpp":
+            return b"".join(map(self._id_bytes.__getitem__, arr.tolist()))
+        # C++ decode for runs of ordinary ids; special tokens (unknown to the encoder) in between
+        special_at = np.flatnonzero(self._is_special[arr])
+        if special_at.size == 0:
+            return self._encoder.decode(arr.astype(np.uint32))
+        parts = []
+        start = 0
+        for k in special_at.tolist():
+            if k > start:
+                parts.append(self._encoder.decode(arr[start:k].astype(np.uint32)))
+            parts.append(self._id_bytes[int(arr[k])])
+            start = k + 1
+        if start < arr.size:
+            parts.append(self._encoder.decode(arr[start:].astype(np.uint32)))
+        return b"".join(parts)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Decode ids to text: all bytes joined, then UTF-8 with ``errors="replace"``.
+
+        A character split across tokens comes back whole; invalid byte
+        sequences become U+FFFD.
+
+        Raises:
+            ValueError: an unknown id (named).
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    # --------------------------------------------------------------- storage
+    def to_dict(self) -> dict:
+        d = {
+            "format": _io.FORMAT_NAME,
+            "version": _io.FORMAT_VERSION,
+            "kind": "bpe",
+            "pattern": self.pattern,
+            "merge_rule": self.merge_rule,
+            "token_encoding": "utf-8 string, or {\"hex\": ...} for bytes that are not plain UTF-8 text",
+            "special_tokens": dict(sorted(self._special.items(), key=lambda kv: kv[1])),
+            "vocab": [[i, _io.token_to_json(b)] for i, b in sorted(self._vocab.items())],
+        }
+        if self._merges is not None:
+            d["merges"] = [list(m) for m in self._merges]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, backend: str = "cpp") -> "BPETokenizer":
+        """Rebuild from :meth:`to_dict` output (or a loaded file).
+
+        Raises:
+            TokenizerFileError: wrong format, version or kind.
+            ValueError, KeyError, TypeError: malformed content.
+        """
+        kind = _io.check_header(d)
+        if kind != "bpe":
+            raise _io.TokenizerFileError(f"expected a 'bpe' tokenizer, got {kind!r}")
+        vocab = {}
+        for entry in d["vocab"]:
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)):
+                raise ValueError(f"bad vocab entry {entry!r}: expected [id, token]")
+            if entry[0] in vocab:
+                raise ValueError(f"token id {entry[0]} appears twice in vocab")
+            vocab[entry[0]] = _io.token_from_json(entry[1])
+        rule = d.get("merge_rule", "merges")
+        merges = None
+        if rule == "merges":
+            merges = []
+            for m in d["merges"]:
+                if not (isinstance(m, list) and len(m) == 3 and all(isinstance(x, int) for x in m)):
+                    raise ValueError(f"bad merge {m!r}: expected [left_id, right_id, new_id]")
+                merges.append(tuple(m))
+        specials = d["special_tokens"]
+        if not isinstance(specials, dict):
+            raise ValueError("special_tokens must be an object {token: id}")
+        return cls(vocab, merges, specials, d["pattern"], rule, backend)
+
+    @classmethod
+    def load(cls, path, backend: str = "cpp") -> "BPETokenizer":
+        """Load a BPE tokenizer file (see :meth:`Tokenizer.load`)."""
+        return super().load(path, backend=backend)
+
+    def __repr__(self) -> str:
+        return (
+            f"BPETokenizer(vocab_size={self.vocab_size}, pattern={self.pattern!r}, "
+            f"merge_rule={self.merge_rule!r}, specials={list(self._special)}, backend={self.backend!r})"
+        )
+
+
+def gpt2_bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible table byte -> printable character used by ``encoder.json``/``vocab.bpe``.
+
+    Bytes that are printable Latin-1 characters (``!``..``~``, ``¡``..``¬``,
+    ``®``..``ÿ``) map to themselves; the other 68 bytes map, in increasing
+    order, to code points 256, 257, ... (Radford et al. 2019, GPT-2's encoder.py).
+    """
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table = {b: chr(b) for b in keep}
+    n = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + n)
+            n += 1
+    return dict(sorted(table.items()))

@@ -1,0 +1,227 @@
+"""Tokenizer files: the JSON format, token-byte encoding, atomic writes, loading.
+
+Every tokenizer is stored as one UTF-8 JSON file (see ``docs/tokenizers.md``)::
+
+    {"format": "storygpt-tokenizer", "version": 1, "kind": "bpe" | "word", ...}
+
+Token byte strings are written so that a person can read them and no byte is
+ever lost (:func:`token_to_json` / :func:`token_from_json`):
+
+* a token whose bytes are valid UTF-8 and contain no "surprising" code point
+  (control, format, private-use, unassigned or surrogate characters, except
+  tab, newline and carriage return) is written as a plain JSON string, e.g.
+  ``" the"`` or ``"\\n\\n"``;
+* any other token is written as a one-key object ``{"hex": "e282"}`` holding
+  its bytes in lower-case hexadecimal.
+
+The two forms cannot be confused (a string is never an object), so the
+encoding is lossless for every byte string.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+#: The value of the ``"format"`` key of every tokenizer file.
+FORMAT_NAME = "storygpt-tokenizer"
+#: The file format version this code writes and the only one it reads.
+FORMAT_VERSION = 1
+
+_PLAIN_CONTROL = {"\t", "\n", "\r"}
+
+
+def _is_plain_text(s: str) -> bool:
+    for ch in s:
+        if ch in _PLAIN_CONTROL:
+            continue
+        if unicodedata.category(ch)[0] == "C":  # Cc, Cf, Cs, Co, Cn
+            return False
+    return True
+
+
+def token_to_json(b: bytes) -> str | dict[str, str]:
+    """Encode token bytes for a tokenizer file: a string, or ``{"hex": ...}``."""
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": b.hex()}
+    if _is_plain_text(s):
+        return s
+    return {"hex": b.hex()}
+
+
+def token_from_json(v: Any) -> bytes:
+    """Inverse of :func:`token_to_json`.
+
+    Raises:
+        ValueError: ``v`` is neither a string nor ``{"hex": <hex string>}``.
+    """
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, dict) and set(v) == {"hex"} and isinstance(v["hex"], str):
+        try:
+            return bytes.fromhex(v["hex"])
+        except ValueError:
+            raise ValueError(f"bad hex token {v!r}") from None
+    raise ValueError(f"bad token entry {v!r}: expected a string or {{'hex': '...'}}")
+
+
+def canonical_json(d: dict) -> bytes:
+    """The canonical serialisation used by fingerprints (sorted keys, no spaces, UTF-8)."""
+    return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def write_json_atomic(path: str | os.PathLike, d: dict) -> None:
+    """Write ``d`` as indented UTF-8 JSON to ``path`` atomically (temp file + ``os.replace``).
+
+    Short lists (merges, ``[id, token]`` pairs) are kept on one line each so
+    that files stay readable and diff well.
+    """
+    path = Path(path)
+    text = _dumps_readable(d)
+    directory = path.parent if str(path.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _dumps_readable(d: dict) -> str:
+    """JSON with one top-level key per line and one list item per line."""
+    lines = ["{"]
+    keys = list(d)
+    for k_i, k in enumerate(keys):
+        v = d[k]
+        sep = "," if k_i < len(keys) - 1 else ""
+        key = json.dumps(k, ensure_ascii=False)
+        if isinstance(v, list) and v:
+            lines.append(f"  {key}: [")
+            for i, item in enumerate(v):
+                comma = "," if i < len(v) - 1 else ""
+                lines.append("    " + json.dumps(item, ensure_ascii=False) + comma)
+            lines.append("  ]" + sep)
+        elif isinstance(v, dict) and v:
+            lines.append(f"  {key}: {{")
+            items = list(v.items())
+            for i, (kk, vv) in enumerate(items):
+                comma = "," if i < len(items) - 1 else ""
+                lines.append(
+                    "    " + json.dumps(kk, ensure_ascii=False) + ": "
+                    + json.dumps(vv, ensure_ascii=False) + comma
+                )
+            lines.append("  }" + sep)
+        else:
+            lines.append(f"  {key}: " + json.dumps(v, ensure_ascii=False) + sep)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+class TokenizerFileError(ValueError):
+    """A tokenizer file or dict is malformed (the message names the file when known)."""
+
+
+def check_header(d: Any, source: str = "tokenizer dict") -> str:
+    """Check ``format``/``version``/``kind`` of a tokenizer dict; return the kind.
+
+    Raises:
+        TokenizerFileError: not a dict, wrong format name, unknown version or kind.
+    """
+    if not isinstance(d, dict):
+        raise TokenizerFileError(f"{source}: expected a JSON object, got {type(d).__name__}")
+    if d.get("format") != FORMAT_NAME:
+        raise TokenizerFileError(
+            f"{source}: not a storygpt tokenizer (format={d.get('format')!r}, expected {FORMAT_NAME!r})"
+        )
+    version = d.get("version")
+    if version != FORMAT_VERSION:
+        raise TokenizerFileError(
+            f"{source}: unsupported tokenizer file version {version!r} "
+            f"(this storygpt reads version {FORMAT_VERSION})"
+        )
+    kind = d.get("kind")
+    if kind not in _kinds():
+        raise TokenizerFileError(
+            f"{source}: unknown tokenizer kind {kind!r} (expected one of {sorted(_kinds())})"
+        )
+    return kind
+
+
+def _kinds() -> dict:
+    from .bpe import BPETokenizer
+    from .word import WordTokenizer
+
+    return {"bpe": BPETokenizer, "word": WordTokenizer}
+
+
+def from_dict(d: dict, source: str = "tokenizer dict", **kwargs):
+    """Build the right tokenizer class from a dict made by ``to_dict()``.
+
+    Args:
+        d: the dict (plain JSON types).
+        source: a name for error messages (the file path when loading a file).
+        **kwargs: passed to the class's ``from_dict`` (e.g. ``backend="reference"`` for BPE).
+
+    Raises:
+        TokenizerFileError: bad format name, version, kind or content (message names ``source``).
+    """
+    kind = check_header(d, source)
+    cls = _kinds()[kind]
+    try:
+        return cls.from_dict(d, **kwargs)
+    except TokenizerFileError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise TokenizerFileError(f"{source}: malformed {kind} tokenizer: {e}") from e
+
+
+def read_json(path: str | os.PathLike) -> dict:
+    """Read a tokenizer JSON file.
+
+    Raises:
+        FileNotFoundError: no such file (the message names it).
+        TokenizerFileError: not valid UTF-8 JSON (the message names the file).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"tokenizer file not found: {path}") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TokenizerFileError(f"{path}: corrupt tokenizer file (not valid JSON): {e}") from e
+
+
+def load(path: str | os.PathLike, **kwargs):
+    """Load a tokenizer file written by ``save``; the class is chosen from the file.
+
+    Args:
+        path: the JSON file.
+        **kwargs: passed on to the class (e.g. ``backend="reference"`` for BPE).
+
+    Returns:
+        A :class:`~storygpt.tokenizers.BPETokenizer` or :class:`~storygpt.tokenizers.WordTokenizer`.
+
+    Raises:
+        FileNotFoundError: missing file.
+        TokenizerFileError: corrupt JSON, unknown version or kind, malformed content;
+            the message names the file.
+    """
+    return from_dict(read_json(path), source=str(path), **kwargs)
