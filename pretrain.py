@@ -33,11 +33,13 @@ from storygpt.checkpoint import (
     CheckpointError,
     _umask_mode,
     clean_state_dict,
+    load_tokenizer,
     read_checkpoint,
     rng_state,
     save_checkpoint,
     set_rng_state,
     to_plain,
+    tokenizer_from_dict,
 )
 from storygpt.data import read_tokens
 from storygpt.model import GPT, GPTConfig
@@ -216,8 +218,6 @@ def windows_to_batch(data: np.ndarray, starts: np.ndarray, window: int, device) 
 
 def load_data(data_dir: Path, kind: str, block_size: int, log):
     """The tokenizer and (train, valid) memmaps of ``data_dir``; SystemExit with a clear message on problems."""
-    from storygpt import tokenizers
-
     tok_path = data_dir / f"tokenizer-{kind}.json"
     if not tok_path.is_file():
         raise SystemExit(
@@ -225,7 +225,7 @@ def load_data(data_dir: Path, kind: str, block_size: int, log):
             f"to write the {kind} token files, or point --data at a corpus folder"
         )
     try:
-        tokenizer = tokenizers.load(tok_path)
+        tokenizer = load_tokenizer(tok_path)
         train = read_tokens(data_dir / f"train-{kind}.bin", tokenizer)
         valid = read_tokens(data_dir / f"valid-{kind}.bin", tokenizer)
     except (OSError, ValueError) as e:
@@ -582,9 +582,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _fingerprint_of_dict(d: dict) -> str:
-    from storygpt import tokenizers
-
-    return tokenizers.from_dict(d).fingerprint()
+    return tokenizer_from_dict(d).fingerprint()
 
 
 if __name__ == "__main__":

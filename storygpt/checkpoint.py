@@ -20,6 +20,7 @@ import hashlib
 import os
 import random
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -126,10 +127,27 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     return ckpt
 
 
-def _tokenizer_from_dict(d: dict):
+def _with_fallback(make, what: str):
+    """``make()``, or ``make(backend="reference")`` when the C++ BPE extension is not built."""
+    try:
+        return make()
+    except ImportError as e:
+        warnings.warn(f"{what}: {e}; using the Python reference BPE (slow)", RuntimeWarning, stacklevel=3)
+        return make(backend="reference")
+
+
+def tokenizer_from_dict(d: dict):
+    """``storygpt.tokenizers.from_dict(d)``, falling back to the reference BPE without the C++ extension."""
     from . import tokenizers  # imported late: keeps `import storygpt` light
 
-    return tokenizers.from_dict(d)
+    return _with_fallback(lambda **kw: tokenizers.from_dict(d, **kw), "tokenizer")
+
+
+def load_tokenizer(path: str | os.PathLike):
+    """``storygpt.tokenizers.load(path)``, falling back to the reference BPE without the C++ extension."""
+    from . import tokenizers
+
+    return _with_fallback(lambda **kw: tokenizers.load(path, **kw), str(path))
 
 
 def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu"):
@@ -160,7 +178,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad model config in checkpoint: {e}") from e
     try:
-        tokenizer = _tokenizer_from_dict(ckpt["tokenizer"])
+        tokenizer = tokenizer_from_dict(ckpt["tokenizer"])
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad tokenizer in checkpoint: {e}") from e
     if tokenizer.vocab_size != config.vocab_size:

@@ -1,7 +1,6 @@
 """Tests of pretrain.py and storygpt.checkpoint: training, checkpoints, resume, errors, two processes."""
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -14,68 +13,18 @@ import pytest
 import torch
 
 import storygpt
-import storygpt.tokenizers
 from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint
 from storygpt.data import write_tokens
 from storygpt.model import GPT, GPTConfig
+from storygpt.tokenizers import BPETokenizer, WordTokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 import pretrain  # noqa: E402
 
 
-class StandInTokenizer:
-    """Character-level tokenizer with the storygpt.tokenizers interface (to_dict/from_dict/fingerprint...)."""
-
-    kind = "standin"
-
-    def __init__(self, chars):
-        self.chars = list(chars)
-        self.index = {c: i for i, c in enumerate(self.chars)}
-
-    @classmethod
-    def train(cls, text):
-        return cls(["<|endoftext|>", "<pad>"] + sorted(set(text)))
-
-    @property
-    def vocab_size(self):
-        return len(self.chars)
-
-    eot_id, pad_id = 0, 1
-
-    def encode(self, text):
-        return [self.index[c] for c in text]
-
-    def decode(self, ids):
-        return "".join(self.chars[i] for i in ids)
-
-    def to_dict(self):
-        return {"kind": self.kind, "chars": self.chars}
-
-    @classmethod
-    def from_dict(cls, d):
-        if d.get("kind") != cls.kind:
-            raise ValueError(f"unknown tokenizer kind {d.get('kind')!r}")
-        return cls(d["chars"])
-
-    def fingerprint(self):
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
-
-
-def install_standin(monkeypatch=None):
-    def load(path):
-        return StandInTokenizer.from_dict(json.loads(Path(path).read_text()))
-
-    for name, fn in (("load", load), ("from_dict", StandInTokenizer.from_dict)):
-        if monkeypatch is not None:
-            monkeypatch.setattr(storygpt.tokenizers, name, fn, raising=False)
-        else:
-            setattr(storygpt.tokenizers, name, fn)
-
-
-@pytest.fixture(autouse=True)
-def standin(monkeypatch):
-    install_standin(monkeypatch)
+def word_tokenizer():
+    return WordTokenizer.train(TEXT)
 
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 60
@@ -85,10 +34,10 @@ TINY_FLAGS = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size
 
 
 def make_corpus(root: Path, name="tiny", valid_text=None, kind="word") -> Path:
-    tok = StandInTokenizer.train(TEXT)
+    tok = word_tokenizer() if kind == "word" else BPETokenizer.train(TEXT, 300, backend="reference")
     d = root / name
     d.mkdir(parents=True)
-    (d / f"tokenizer-{kind}.json").write_text(json.dumps(tok.to_dict()))
+    tok.save(d / f"tokenizer-{kind}.json")
     write_tokens(d / f"train-{kind}.bin", np.array(tok.encode(TEXT[: len(TEXT) * 9 // 10])), tok)
     valid = TEXT[len(TEXT) * 9 // 10:] if valid_text is None else valid_text
     write_tokens(d / f"valid-{kind}.bin", np.array(tok.encode(valid), dtype=np.int64), tok)
@@ -108,8 +57,8 @@ def test_pretrain_loss_falls_and_writes_checkpoints(tmp_path, capsys):
     assert "held-out loss" in out and "tokens/s" in out and "parameters" in out
     assert m["steps"] == 40 and m["tokens_seen"] == 40 * 8 * 16
     assert [h["step"] for h in m["history"]] == [20, 40]
-    vocab = StandInTokenizer.train(TEXT).vocab_size
-    # from uniform (ln vocab = ln 16 = 2.8 nats) to well under 1.3 nats on held-out text
+    vocab = word_tokenizer().vocab_size
+    # from uniform (ln vocab = ln 11 = 2.4 nats) to under 1 nat on held-out text
     assert m["final_valid_loss"] < math.log(vocab) - 1.4, m["history"]
     saved = json.loads((run_dir / "metrics.json").read_text())
     assert saved["final_valid_loss"] == pytest.approx(m["final_valid_loss"]) and saved["steps"] == 40
@@ -124,10 +73,22 @@ def test_pretrain_loss_falls_and_writes_checkpoints(tmp_path, capsys):
     assert (run_dir / "best.pt").is_file()
     assert not list(run_dir.glob("*.tmp"))
     model, tok, ck = storygpt.load_checkpoint(run_dir / "ckpt.pt")
-    assert not model.training and tok.to_dict() == StandInTokenizer.train(TEXT).to_dict()
-    x = torch.tensor([tok.encode(TEXT[:17])])
+    assert not model.training and tok.to_dict() == word_tokenizer().to_dict()
+    x = torch.tensor([tok.encode(TEXT)[:17]])
     _, loss = model(x[:, :-1], x[:, 1:])
     assert loss.item() == pytest.approx(m["history"][-1]["train_loss"], abs=0.5)  # the saved weights are the trained ones
+
+
+def test_bpe_rope_run_and_load(tmp_path):
+    data = make_corpus(tmp_path, kind="bpe")
+    m = run(data, tmp_path / "ck", "--bpe", "--rope", "--max-steps", "3", "--eval-interval", "3")
+    assert m["steps"] == 3 and m["tokenizer"] == "bpe" and m["position"] == "rope"
+    model, tok, ckpt = load_checkpoint(tmp_path / "ck" / "pretrain-rope-bpe" / "best.pt")
+    assert isinstance(tok, BPETokenizer) and tok.kind == "bpe" and tok.vocab_size == model.config.vocab_size
+    assert tok.fingerprint() == BPETokenizer.train(TEXT, 300, backend="reference").fingerprint()
+    assert tok.decode(tok.encode("the dog sat.")) == "the dog sat."
+    out = model.generate(torch.tensor([tok.encode("the cat")]), 5, seed=0)
+    assert out.shape[1] == len(tok.encode("the cat")) + 5
 
 
 def test_run_names_and_refusal_to_overwrite(tmp_path):
@@ -193,7 +154,7 @@ def test_short_validation_file_and_bad_data(tmp_path, capsys):
     with pytest.raises(SystemExit, match=r"tokenizer-bpe.json not found.*data.py --bpe"):
         run(data, tmp_path / "ck2", "--max-steps", "2", "--bpe")
     # token files written by another tokenizer
-    other = StandInTokenizer(StandInTokenizer.train(TEXT).chars + ["#"])
+    other = WordTokenizer.train(TEXT + " bird")
     write_tokens(data / "train-word.bin", np.arange(100) % 10, other)
     with pytest.raises(SystemExit, match="train-word.bin: written by another tokenizer"):
         run(data, tmp_path / "ck2", "--max-steps", "2")
@@ -201,7 +162,7 @@ def test_short_validation_file_and_bad_data(tmp_path, capsys):
 
 # ------------------------------------------------------------ checkpoints
 def tiny_checkpoint(vocab_size=None):
-    tok = StandInTokenizer.train(TEXT)
+    tok = word_tokenizer()
     torch.manual_seed(0)
     config = GPTConfig(vocab_size=vocab_size or tok.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=32,
                        position="rope")
@@ -217,7 +178,7 @@ def test_checkpoint_round_trip_same_logits(tmp_path):
     idx = torch.randint(0, tok.vocab_size, (2, 16))
     model.eval()
     assert torch.equal(model(idx)[0], loaded(idx)[0])
-    assert isinstance(tok, StandInTokenizer) and ck["step"] == 0 and not loaded.training
+    assert isinstance(tok, WordTokenizer) and ck["step"] == 0 and not loaded.training
 
 
 def test_bad_checkpoints_raise_clear_errors(tmp_path):
@@ -240,7 +201,8 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path):
         load_checkpoint(tmp_path / "flipped.pt")
     _, wrong = tiny_checkpoint(vocab_size=40)
     save_checkpoint(tmp_path / "vocab.pt", wrong)
-    with pytest.raises(CheckpointError, match=r"vocab\.pt.*vocab_size 16 does not match the model's vocab_size 40"):
+    v = word_tokenizer().vocab_size
+    with pytest.raises(CheckpointError, match=rf"vocab\.pt.*vocab_size {v} does not match the model's vocab_size 40"):
         load_checkpoint(tmp_path / "vocab.pt")
     del ckpt["tokenizer"]
     save_checkpoint(tmp_path / "nokey.pt", ckpt)
@@ -254,18 +216,9 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path):
 # ---------------------------------------------------------- two processes
 def test_two_process_run(tmp_path):
     data = make_corpus(tmp_path)
-    launcher = tmp_path / "launch.py"
-    launcher.write_text(
-        "import sys\n"
-        f"sys.path[:0] = [{str(REPO)!r}, {str(Path(__file__).parent)!r}]\n"
-        "import test_pretrain\n"
-        "test_pretrain.install_standin()\n"
-        "import pretrain\n"
-        "pretrain.main(sys.argv[1:])\n"
-    )
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", str(launcher),
-           "--data", str(data), "--out-dir", str(tmp_path / "ck"), *TINY_FLAGS, "--max-steps", "5",
-           "--eval-interval", "5", "--device", "cpu"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+           str(REPO / "pretrain.py"), "--data", str(data), "--out-dir", str(tmp_path / "ck"), *TINY_FLAGS,
+           "--max-steps", "5", "--eval-interval", "5", "--device", "cpu"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
