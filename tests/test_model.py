@@ -10,6 +10,15 @@ from storygpt.model import GPT, GPTConfig, apply_rotary, rotary_cos_sin
 TINY = dict(vocab_size=23, block_size=16, n_layer=2, n_head=2, n_embd=32)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: one torch thread is fastest, and far faster than two on a busy machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def rotation_matrix(m: int, head_dim: int, theta: float) -> torch.Tensor:
     """Block-diagonal RoFormer rotation R(m) (head_dim x head_dim, float64), built pair by pair."""
     R = torch.zeros(head_dim, head_dim, dtype=torch.float64)
