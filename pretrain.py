@@ -58,12 +58,17 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
         argument_default=argparse.SUPPRESS if suppress_defaults else None,
     )
 
+    current = [p]
+
+    def group(title: str) -> None:
+        current[0] = p.add_argument_group(title)
+
     def add(*names, **kw):
         if suppress_defaults:
             kw.pop("default", None)
-        p.add_argument(*names, **kw)
+        current[0].add_argument(*names, **kw)
 
-    g = p.add_argument_group("data and run folder")
+    group("data and run folder")
     add("--data", default="data/shakespeare", help="corpus folder written by data.py (holds train-*.bin, valid-*.bin, tokenizer-*.json)")
     add("--bpe", action="store_true", default=False, help="use the byte-level BPE token files (*-bpe.*) instead of the word-level ones (*-word.*)")
     add("--rope", action="store_true", default=False, help="rotary position embeddings instead of learned absolute positions")
@@ -71,17 +76,17 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     add("--run-name", default=None, help="run folder name (default: pretrain[-rope][-bpe] from the flags)")
     add("--resume", action="store_true", default=False, help="continue the run in the run folder from its ckpt.pt (step, optimizer, RNG, time spent)")
     add("--force", action="store_true", default=False, help="start afresh even if the run folder holds a checkpoint (it is overwritten)")
-    g = p.add_argument_group("budget")
+    group("budget")
     add("--minutes", type=float, default=10.0, help="training time budget in minutes (wall clock, including evaluations)")
     add("--max-steps", type=int, default=None, help="stop after this many optimizer steps even if time is left")
-    g = p.add_argument_group("model")
+    group("model")
     add("--n-layer", type=int, default=3, help="transformer blocks")
     add("--n-head", type=int, default=4, help="attention heads per block")
     add("--n-embd", type=int, default=96, help="embedding width")
     add("--block-size", type=int, default=128, help="context length in tokens")
     add("--dropout", type=float, default=0.0, help="dropout probability")
     add("--rope-theta", type=float, default=10000.0, help="rotary frequency base (with --rope)")
-    g = p.add_argument_group("optimization")
+    group("optimization")
     add("--batch-size", type=int, default=16, help="windows per optimizer step (per process)")
     add("--lr", type=float, default=3e-3, help="peak learning rate (AdamW)")
     add("--min-lr", type=float, default=3e-4, help="learning rate at the end of the cosine decay")
@@ -89,10 +94,10 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     add("--weight-decay", type=float, default=0.1, help="AdamW weight decay (matrices and embeddings only)")
     add("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this (0: off)")
     add("--seed", type=int, default=1337, help="random seed (model init; batch sampling uses seed and rank)")
-    g = p.add_argument_group("evaluation")
+    group("evaluation")
     add("--eval-interval", type=int, default=100, help="evaluate and write a checkpoint every this many steps")
     add("--eval-windows", type=int, default=64, help="fixed held-out (and train) windows of block_size tokens per evaluation")
-    g = p.add_argument_group("hardware")
+    group("hardware")
     add("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
     add("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
         help="compute dtype (autocast); auto: bfloat16 on CUDA when supported, else float16 on CUDA; on CPU bfloat16 when the CPU has native bfloat16 instructions (avx512_bf16/amx_bf16), else float32; float32 on MPS (measured: benchmarks/train_throughput.py, docs/training.md)")

@@ -153,6 +153,28 @@ def test_resume_equals_uninterrupted_run(tmp_path, monkeypatch):
     assert b["history"][-1]["valid_loss"] == pytest.approx(a["history"][-1]["valid_loss"], rel=1e-5)
 
 
+def test_ctrl_c_writes_a_checkpoint_and_resume_without_one_fails(tmp_path, monkeypatch):
+    data = make_corpus(tmp_path)
+    with pytest.raises(SystemExit, match="no checkpoint"):
+        run(data, tmp_path / "ck", "--resume")
+    real = pretrain.windows_to_batch
+    calls = []
+
+    def interrupt_on_sixth_batch(*a, **kw):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pretrain, "windows_to_batch", interrupt_on_sixth_batch)
+    with pytest.raises(SystemExit) as e:
+        run(data, tmp_path / "ck", "--max-steps", "20", "--eval-interval", "100")
+    assert e.value.code == 130
+    assert read_checkpoint(tmp_path / "ck" / "pretrain" / "ckpt.pt")["step"] == 5
+    monkeypatch.setattr(pretrain, "windows_to_batch", real)
+    assert run(data, tmp_path / "ck", "--resume", "--max-steps", "7")["steps"] == 7
+
+
 def test_short_validation_file_and_bad_data(tmp_path, capsys):
     data = make_corpus(tmp_path, valid_text="the cat sat.")  # 12 tokens < block_size + 1
     m = run(data, tmp_path / "ck", "--max-steps", "2")
