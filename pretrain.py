@@ -257,8 +257,15 @@ def load_data(data_dir: Path, kind: str, block_size: int, log):
 
 def main(argv: list[str] | None = None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
+    for name, low in (("minutes", 0.0), ("batch_size", 1), ("eval_interval", 1), ("eval_windows", 1),
+                      ("block_size", 1), ("lr", 0.0), ("min_lr", 0.0), ("warmup_steps", 0), ("grad_clip", 0.0),
+                      ("max_steps", 0), ("threads", 1)):
+        value = getattr(args, name)
+        if value is not None and value < low:
+            parser.error(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
 
     # ---------------------------------------------------------- distributed
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -338,11 +345,14 @@ def main(argv: list[str] | None = None) -> dict:
     train_starts = fixed_windows(len(train), eval_window, args.eval_windows)
 
     # ----------------------------------------------------------------- model
-    config = GPTConfig(
-        vocab_size=tokenizer.vocab_size, block_size=args.block_size, n_layer=args.n_layer, n_head=args.n_head,
-        n_embd=args.n_embd, dropout=args.dropout, position="rope" if args.rope else "learned",
-        rope_theta=args.rope_theta,
-    ) if resumed is None else GPTConfig.from_dict(dict(resumed["config"]))
+    try:
+        config = GPTConfig(
+            vocab_size=tokenizer.vocab_size, block_size=args.block_size, n_layer=args.n_layer, n_head=args.n_head,
+            n_embd=args.n_embd, dropout=args.dropout, position="rope" if args.rope else "learned",
+            rope_theta=args.rope_theta,
+        ) if resumed is None else GPTConfig.from_dict(dict(resumed["config"]))
+    except ValueError as e:
+        raise SystemExit(f"error: {e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from e
     torch.manual_seed(args.seed)
     model = GPT(config).to(device)
     if resumed is not None:

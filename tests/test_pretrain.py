@@ -182,6 +182,10 @@ def test_short_validation_file_and_bad_data(tmp_path, capsys):
     data = make_corpus(tmp_path, name="one", valid_text="t")
     with pytest.raises(SystemExit, match="valid-word.bin has 1 tokens"):
         run(data, tmp_path / "ck2", "--max-steps", "2")
+    with pytest.raises(SystemExit, match="n_head"):
+        run(tmp_path / "tiny", tmp_path / "ck2", "--n-embd", "30", "--n-head", "4")
+    with pytest.raises(SystemExit):
+        run(data, tmp_path / "ck2", "--eval-interval", "0")
     with pytest.raises(SystemExit, match=r"tokenizer-bpe.json not found.*data.py --bpe"):
         run(data, tmp_path / "ck2", "--max-steps", "2", "--bpe")
     # token files written by another tokenizer
