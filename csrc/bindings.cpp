@@ -142,6 +142,44 @@ Raises:
         or tie_break, min_frequency < 1.
     OSError (FileNotFoundError): an unreadable file, named in the message.)doc");
 
+    m.def(
+        "chunk_counts",
+        [](const py::bytes& data, const std::string& pattern, py::object special_tokens, int num_threads) {
+            storygpt::TrainOptions opt;
+            opt.pattern = storygpt::parse_pattern(pattern);
+            opt.num_threads = num_threads;
+            if (!special_tokens.is_none())
+                for (auto s : special_tokens) opt.special_tokens.push_back(to_bytes(s, "special token"));
+            std::vector<std::string_view> texts{view_of(data)};
+            std::vector<std::pair<std::string, int64_t>> counts;
+            {
+                py::gil_scoped_release release;
+                counts = storygpt::chunk_counts(texts, opt);
+            }
+            py::dict out;
+            for (const auto& kv : counts) out[py::bytes(kv.first)] = kv.second;
+            return out;
+        },
+        py::arg("data"), py::arg("pattern") = "simple", py::arg("special_tokens") = py::list(),
+        py::arg("num_threads") = 1,
+        "dict[bytes, int]: each distinct chunk and its count, exactly as train() counts them "
+        "(special tokens split the text and are left out); same as bpe_reference.count_chunks.");
+
+    m.def(
+        "_split_chunks_parallel",
+        [](const py::bytes& data, const std::string& pattern, int num_threads, size_t segment_bytes) {
+            std::string_view v = view_of(data);
+            storygpt::Pattern p = storygpt::parse_pattern(pattern);
+            std::vector<size_t> ends;
+            {
+                py::gil_scoped_release release;
+                storygpt::split_chunks_parallel(v, p, num_threads, segment_bytes, ends);
+            }
+            return to_numpy(std::move(ends));
+        },
+        py::arg("data"), py::arg("pattern"), py::arg("num_threads"), py::arg("segment_bytes"),
+        "Testing hook: chunk end offsets (numpy uint64) from the multi-threaded pre-tokenizer used by train.");
+
     py::class_<storygpt::Encoder>(m, "Encoder", R"doc(Byte-level BPE encoder (general form).
 
 Exactly bpe_reference.Encoder: inside each pre-tokenization chunk the adjacent
@@ -227,10 +265,30 @@ Returns numpy.ndarray[uint32], equal to encode(open(path, 'rb').read()).
 Raises OSError (FileNotFoundError) naming the path.)doc")
         .def(
             "decode",
-            [](const storygpt::Encoder& enc, py::array_t<int64_t, py::array::c_style | py::array::forcecast> ids) {
-                if (ids.ndim() != 1) throw py::value_error("decode takes a 1-D sequence of ids");
-                const int64_t* p = ids.data();
-                size_t n = static_cast<size_t>(ids.size());
+            [](const storygpt::Encoder& enc, py::object ids) {
+                using Arr = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+                std::vector<int64_t> owned;
+                const int64_t* p = nullptr;
+                size_t n = 0;
+                Arr arr = Arr::ensure(ids);
+                if (arr) {
+                    if (arr.ndim() != 1) throw py::value_error("decode takes a 1-D sequence of ids");
+                    p = arr.data();
+                    n = static_cast<size_t>(arr.size());
+                } else {  // not convertible by numpy (huge ints, a generator, ...): one by one
+                    PyErr_Clear();
+                    for (auto item : ids) {
+                        py::object v = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+                        if (!v) throw py::error_already_set();
+                        int overflow = 0;
+                        long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+                        if (overflow != 0)
+                            throw py::value_error("unknown token id " + std::string(py::str(v)));
+                        owned.push_back(static_cast<int64_t>(x));
+                    }
+                    p = owned.data();
+                    n = owned.size();
+                }
                 std::string out;
                 {
                     py::gil_scoped_release release;

@@ -254,6 +254,68 @@ TieBreak parse_tie_break(const std::string& name) {
                                 "'; expected one of 'smallest_ids', 'largest_bytes'");
 }
 
+
+void split_chunks_parallel(std::string_view data, Pattern pattern, int threads, size_t segment_bytes,
+                           std::vector<size_t>& ends) {
+    const size_t n = data.size();
+    segment_bytes = std::max<size_t>(segment_bytes, 16);
+    if (threads <= 1 || n < 2 * segment_bytes) {
+        split_chunks(data, pattern, ends);
+        return;
+    }
+    constexpr size_t kMargin = 64;  // as in Encoder::encode_file
+    const size_t overlap = std::min<size_t>(size_t(1) << 16, segment_bytes / 4);
+    const size_t nseg = std::min<size_t>(n / segment_bytes, static_cast<size_t>(threads) * 4);
+    std::vector<size_t> seg_start(nseg + 1), view_end(nseg);
+    for (size_t k = 0; k <= nseg; ++k) seg_start[k] = n * k / nseg;
+    std::vector<std::vector<size_t>> part(nseg);
+    parallel_for(nseg, threads, [&](size_t k, size_t) {
+        const size_t s = seg_start[k];
+        const size_t ve = k + 1 == nseg ? n : std::min(n, seg_start[k + 1] + overlap);
+        view_end[k] = ve;
+        split_chunks(data.substr(s, ve - s), pattern, part[k]);
+        for (auto& e : part[k]) e += s;
+    });
+    // Stitch: segment k's chunks are exact from a true boundary `start` up to
+    // kMargin before its view's end; the first of them at or after the next
+    // segment's origin that is also a boundary of the next segment is a true
+    // boundary from which the next segment's chunks are exact.
+    const size_t first = ends.size();
+    size_t start = 0;
+    for (size_t k = 0; k < nseg; ++k) {
+        const std::vector<size_t>& a = part[k];
+        size_t i = std::upper_bound(a.begin(), a.end(), start) - a.begin();
+        if (k + 1 == nseg) {
+            ends.insert(ends.end(), a.begin() + i, a.end());
+            break;
+        }
+        const size_t next = seg_start[k + 1];
+        const size_t reliable = view_end[k] - kMargin;
+        const std::vector<size_t>& b = part[k + 1];
+        size_t sync = SIZE_MAX;
+        size_t j = 0;  // b's boundaries: next, then b[0], b[1], ...
+        for (size_t ia = std::lower_bound(a.begin(), a.end(), next) - a.begin();
+             ia < a.size() && a[ia] <= reliable; ++ia) {
+            if (a[ia] == next) {
+                sync = next;
+                break;
+            }
+            while (j < b.size() && b[j] < a[ia]) ++j;
+            if (j < b.size() && b[j] == a[ia]) {
+                sync = a[ia];
+                break;
+            }
+        }
+        if (sync == SIZE_MAX) {  // no common boundary in the overlap: do it serially
+            ends.resize(first);
+            split_chunks(data, pattern, ends);
+            return;
+        }
+        while (i < a.size() && a[i] <= sync) ends.push_back(a[i++]);
+        start = sync;
+    }
+}
+
 namespace {
 
 struct HeapEntry {
@@ -263,33 +325,63 @@ struct HeapEntry {
 
 // Counts the distinct chunks of all pieces (ordinary text between special
 // tokens) on `threads` threads; the counts do not depend on the thread count.
+// Memory beyond the text stays bounded: small pieces are split and counted
+// one per task; a big piece is streamed in windows (as Encoder::encode_file
+// does), each pre-tokenized by split_chunks_parallel and counted in parallel.
 std::vector<ChunkCounts::Entry> count_chunks(const std::vector<std::string_view>& pieces,
                                              Pattern pattern, int threads) {
-    // Phase A: pre-tokenize each piece (pieces are independent).
-    std::vector<std::vector<size_t>> ends(pieces.size());
-    parallel_for(pieces.size(), threads,
-                 [&](size_t i, size_t) { split_chunks(pieces[i], pattern, ends[i]); });
-
-    // Phase B: count chunks in tasks of at most kTask chunks, one map per worker.
-    constexpr size_t kTask = 1 << 15;
-    struct Task {
-        uint32_t piece;
-        size_t lo, hi;
-    };
-    std::vector<Task> tasks;
-    for (uint32_t p = 0; p < pieces.size(); ++p)
-        for (size_t lo = 0; lo < ends[p].size(); lo += kTask)
-            tasks.push_back(Task{p, lo, std::min(ends[p].size(), lo + kTask)});
-    size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(threads), tasks.size()));
+    constexpr size_t kSegment = size_t(1) << 20;  // parallel pre-tokenization unit
+    constexpr size_t kBig = size_t(4) << 20;      // pieces above this are streamed
+    constexpr size_t kWindow = size_t(32) << 20;  // streaming window
+    constexpr size_t kMargin = 64;                // see Encoder::encode_file
+    constexpr size_t kTask = size_t(1) << 15;     // chunks per counting task
+    const size_t workers = static_cast<size_t>(std::max(threads, 1));
     std::vector<ChunkCounts> maps(workers);
-    parallel_for(tasks.size(), static_cast<int>(workers), [&](size_t t, size_t w) {
-        const Task& task = tasks[t];
-        std::string_view piece = pieces[task.piece];
-        const std::vector<size_t>& e = ends[task.piece];
-        size_t start = task.lo == 0 ? 0 : e[task.lo - 1];
-        for (size_t k = task.lo; k < task.hi; ++k) {
-            maps[w].add(piece.substr(start, e[k] - start));
-            start = e[k];
+
+    std::vector<size_t> small;
+    std::vector<size_t> ends;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+        std::string_view piece = pieces[p];
+        if (piece.size() <= kBig) {
+            small.push_back(p);
+            continue;
+        }
+        size_t pos = 0, window = kWindow;
+        while (pos < piece.size()) {
+            const size_t view_end = std::min(piece.size(), pos + window);
+            std::string_view view = piece.substr(pos, view_end - pos);
+            ends.clear();
+            split_chunks_parallel(view, pattern, threads, kSegment, ends);
+            size_t cut = ends.size();
+            if (view_end < piece.size()) {
+                const size_t limit = view.size() > kMargin ? view.size() - kMargin : 0;
+                while (cut > 0 && ends[cut - 1] > limit) --cut;
+            }
+            if (cut == 0) {  // one chunk longer than the window: widen it
+                window *= 2;
+                continue;
+            }
+            const size_t n_tasks = (cut + kTask - 1) / kTask;
+            parallel_for(n_tasks, threads, [&](size_t t, size_t w) {
+                const size_t lo = t * kTask, hi = std::min(cut, lo + kTask);
+                size_t start = lo == 0 ? 0 : ends[lo - 1];
+                for (size_t k = lo; k < hi; ++k) {
+                    maps[w].add(view.substr(start, ends[k] - start));
+                    start = ends[k];
+                }
+            });
+            pos += ends[cut - 1];
+            window = kWindow;
+        }
+    }
+    parallel_for(small.size(), threads, [&](size_t i, size_t w) {
+        std::string_view piece = pieces[small[i]];
+        std::vector<size_t> e;
+        split_chunks(piece, pattern, e);
+        size_t start = 0;
+        for (size_t k : e) {
+            maps[w].add(piece.substr(start, k - start));
+            start = k;
         }
     });
     for (size_t w = 1; w < maps.size(); ++w)
@@ -299,6 +391,31 @@ std::vector<ChunkCounts::Entry> count_chunks(const std::vector<std::string_view>
 }
 
 }  // namespace
+
+namespace {
+std::vector<std::string_view> split_pieces(const std::vector<std::string_view>& texts,
+                                           const std::vector<std::string>& special_tokens) {
+    std::vector<std::string_view> pieces;
+    SpecialSplitter splitter(special_tokens);
+    for (std::string_view t : texts) {
+        if (splitter.empty()) {
+            if (!t.empty()) pieces.push_back(t);
+        } else {
+            splitter.split(t, [&](std::string_view p) { pieces.push_back(p); }, [](uint32_t) {});
+        }
+    }
+    return pieces;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> chunk_counts(const std::vector<std::string_view>& texts,
+                                                          const TrainOptions& opt) {
+    std::vector<std::string_view> pieces = split_pieces(texts, opt.special_tokens);
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& e : count_chunks(pieces, opt.pattern, resolve_threads(opt.num_threads)))
+        out.emplace_back(std::string(e.data, e.size), e.count);
+    return out;
+}
 
 std::vector<Merge> train(const std::vector<std::string_view>& texts,
                          const std::vector<std::string>& files, const TrainOptions& opt) {
@@ -319,15 +436,7 @@ std::vector<Merge> train(const std::vector<std::string_view>& texts,
     parallel_for(files.size(), threads, [&](size_t i, size_t) { contents[i] = read_file(files[i]); });
     std::vector<std::string_view> all(texts);
     for (const auto& c : contents) all.emplace_back(c);
-    std::vector<std::string_view> pieces;
-    SpecialSplitter splitter(opt.special_tokens);
-    for (std::string_view t : all) {
-        if (splitter.empty()) {
-            if (!t.empty()) pieces.push_back(t);
-        } else {
-            splitter.split(t, [&](std::string_view p) { pieces.push_back(p); }, [](uint32_t) {});
-        }
-    }
+    std::vector<std::string_view> pieces = split_pieces(all, opt.special_tokens);
 
     std::vector<Merge> merges;
     if (n_merges == 0) return merges;
@@ -502,57 +611,49 @@ constexpr size_t kMaxCachedChunk = 256;  // longer chunks are not cached
 constexpr size_t kFileMargin = 64;    // see encode_file
 }  // namespace
 
-// Thread-safe bounded cache chunk bytes -> ids: 64 shards, each a mutex and
-// an open-addressing table over two arenas (key bytes, ids).  A shard that
-// fills up is cleared.
-class ChunkCache {
+// Bounded map chunk bytes -> ids (not synchronised): an open-addressing table
+// over two arenas (key bytes, ids); when full it is cleared.
+class CacheTable {
    public:
-    static constexpr size_t kShards = 64;
-    static constexpr size_t kSlots = 1 << 14;        // per shard, power of two
-    static constexpr size_t kMaxEntries = kSlots / 2;
-    static constexpr size_t kMaxKeyBytes = 1 << 19;  // per shard
+    CacheTable(size_t slots, size_t max_key_bytes) : slots_n_(slots), max_key_bytes_(max_key_bytes) {}
 
-    bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) {
-        Shard& sh = shards_[h >> 58];
-        std::lock_guard<std::mutex> lock(sh.mu);
-        if (sh.slots.empty()) return false;
-        size_t i = h & (kSlots - 1);
+    bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) const {
+        if (slots_.empty()) return false;
+        size_t i = h & (slots_n_ - 1);
         for (;;) {
-            uint32_t e = sh.slots[i];
+            uint32_t e = slots_[i];
             if (e == UINT32_MAX) return false;
-            const Entry& en = sh.entries[e];
-            if (en.hash == h && en.key_len == n && std::memcmp(sh.keys.data() + en.key_off, p, n) == 0) {
-                out.insert(out.end(), sh.ids.begin() + en.ids_off, sh.ids.begin() + en.ids_off + en.ids_len);
+            const Entry& en = entries_[e];
+            if (en.hash == h && en.key_len == n && std::memcmp(keys_.data() + en.key_off, p, n) == 0) {
+                out.insert(out.end(), ids_.begin() + en.ids_off, ids_.begin() + en.ids_off + en.ids_len);
                 return true;
             }
-            i = (i + 1) & (kSlots - 1);
+            i = (i + 1) & (slots_n_ - 1);
         }
     }
 
     void put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t m) {
-        Shard& sh = shards_[h >> 58];
-        std::lock_guard<std::mutex> lock(sh.mu);
-        if (sh.slots.empty()) sh.slots.assign(kSlots, UINT32_MAX);
-        if (sh.entries.size() >= kMaxEntries || sh.keys.size() + n > kMaxKeyBytes) {
-            std::fill(sh.slots.begin(), sh.slots.end(), UINT32_MAX);
-            sh.entries.clear();
-            sh.keys.clear();
-            sh.ids.clear();
+        if (slots_.empty()) slots_.assign(slots_n_, UINT32_MAX);
+        if (entries_.size() >= slots_n_ / 2 || keys_.size() + n > max_key_bytes_) {
+            std::fill(slots_.begin(), slots_.end(), UINT32_MAX);
+            entries_.clear();
+            keys_.clear();
+            ids_.clear();
         }
-        size_t i = h & (kSlots - 1);
+        size_t i = h & (slots_n_ - 1);
         for (;;) {
-            uint32_t e = sh.slots[i];
+            uint32_t e = slots_[i];
             if (e == UINT32_MAX) break;
-            const Entry& en = sh.entries[e];
-            if (en.hash == h && en.key_len == n && std::memcmp(sh.keys.data() + en.key_off, p, n) == 0)
-                return;  // another thread got there first
-            i = (i + 1) & (kSlots - 1);
+            const Entry& en = entries_[e];
+            if (en.hash == h && en.key_len == n && std::memcmp(keys_.data() + en.key_off, p, n) == 0)
+                return;  // already there
+            i = (i + 1) & (slots_n_ - 1);
         }
-        sh.slots[i] = static_cast<uint32_t>(sh.entries.size());
-        sh.entries.push_back(Entry{h, static_cast<uint32_t>(sh.keys.size()), static_cast<uint32_t>(n),
-                                   static_cast<uint32_t>(sh.ids.size()), static_cast<uint32_t>(m)});
-        sh.keys.append(reinterpret_cast<const char*>(p), n);
-        sh.ids.insert(sh.ids.end(), ids, ids + m);
+        slots_[i] = static_cast<uint32_t>(entries_.size());
+        entries_.push_back(Entry{h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(n),
+                                 static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(m)});
+        keys_.append(reinterpret_cast<const char*>(p), n);
+        ids_.insert(ids_.end(), ids, ids + m);
     }
 
    private:
@@ -560,14 +661,42 @@ class ChunkCache {
         uint64_t hash;
         uint32_t key_off, key_len, ids_off, ids_len;
     };
+    size_t slots_n_;  // power of two
+    size_t max_key_bytes_;
+    std::vector<uint32_t> slots_;
+    std::vector<Entry> entries_;
+    std::string keys_;
+    std::vector<uint32_t> ids_;
+};
+
+// Thread-safe bounded cache shared by all users of one Encoder: 64 shards
+// chosen by the chunk hash, each a mutex and a CacheTable.
+class ChunkCache {
+   public:
+    static constexpr size_t kShards = 64;
+    bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) {
+        Shard& sh = shards_[h >> 58];
+        std::lock_guard<std::mutex> lock(sh.mu);
+        return sh.table.get(p, n, h, out);
+    }
+    void put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t m) {
+        Shard& sh = shards_[h >> 58];
+        std::lock_guard<std::mutex> lock(sh.mu);
+        sh.table.put(p, n, h, ids, m);
+    }
+
+   private:
     struct Shard {
         std::mutex mu;
-        std::vector<uint32_t> slots;
-        std::vector<Entry> entries;
-        std::string keys;
-        std::vector<uint32_t> ids;
+        CacheTable table{size_t(1) << 14, size_t(1) << 19};
     };
     Shard shards_[kShards];
+};
+
+// A worker's private front cache for bulk calls (no locking on hits).
+class LocalCache : public CacheTable {
+   public:
+    LocalCache() : CacheTable(size_t(1) << 15, size_t(1) << 20) {}
 };
 
 Encoder::~Encoder() = default;
@@ -703,6 +832,7 @@ void Encoder::encode_small(const unsigned char* p, size_t n, std::vector<uint32_
 // recognised by re-checking the pair at that position.  O(n log n).
 void Encoder::encode_large(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
     constexpr uint32_t kNone = UINT32_MAX;
+    if (n >= kNone) throw std::length_error("a pre-tokenization chunk of 4 GiB or more cannot be encoded");
     std::vector<uint32_t> sym(n), nxt(n), prv(n);
     std::vector<uint8_t> dead(n, 0);
     std::vector<uint64_t> heap;
@@ -757,7 +887,7 @@ void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vecto
         encode_large(p, n, out);
 }
 
-void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
+void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const {
     if (n == 1) {
         out.push_back(byte_ids_[p[0]]);
         return;
@@ -766,28 +896,40 @@ void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_
         encode_chunk_uncached(p, n, out);
         return;
     }
-    uint64_t h = hash_bytes(p, n);
-    if (cache_->get(p, n, h, out)) return;
-    size_t before = out.size();
-    encode_chunk_uncached(p, n, out);
-    cache_->put(p, n, h, out.data() + before, out.size() - before);
+    const uint64_t h = hash_bytes(p, n);
+    if (local && local->get(p, n, h, out)) return;
+    const size_t before = out.size();
+    if (!cache_->get(p, n, h, out)) {
+        encode_chunk_uncached(p, n, out);
+        cache_->put(p, n, h, out.data() + before, out.size() - before);
+    }
+    if (local) local->put(p, n, h, out.data() + before, out.size() - before);
 }
 
 void Encoder::encode_chunks(std::string_view data, const size_t* ends, size_t n_chunks, size_t first_start,
-                            std::vector<uint32_t>& out) const {
+                            std::vector<uint32_t>& out, LocalCache* local) const {
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     size_t start = first_start;
     for (size_t k = 0; k < n_chunks; ++k) {
-        encode_chunk(base + start, ends[k] - start, out);
+        encode_chunk(base + start, ends[k] - start, out, local);
         start = ends[k];
     }
 }
 
 void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
+    if (data.size() >= (size_t(1) << 16)) {  // big enough to pay for a private front cache
+        LocalCache local;
+        encode_with(data, out, &local);
+    } else {
+        encode_with(data, out, nullptr);
+    }
+}
+
+void Encoder::encode_with(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const {
     std::vector<size_t> ends;
     split_chunks(data, pattern_, ends);
     out.reserve(out.size() + data.size() / 3);
-    encode_chunks(data, ends.data(), ends.size(), 0, out);
+    encode_chunks(data, ends.data(), ends.size(), 0, out, local);
 }
 
 void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_threads,
@@ -810,11 +952,13 @@ void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_t
     const size_t n_groups = group_start.size() - 1;
     std::vector<std::vector<uint32_t>> group_ids(n_groups);
     std::vector<int64_t> lens(texts.size(), 0);
-    parallel_for(n_groups, threads, [&](size_t g, size_t) {
+    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    parallel_for(n_groups, threads, [&](size_t g, size_t w) {
+        if (!locals[w]) locals[w].reset(new LocalCache());
         auto& out = group_ids[g];
         for (size_t i = group_start[g]; i < group_start[g + 1]; ++i) {
             size_t before = out.size();
-            encode(texts[i], out);
+            encode_with(texts[i], out, locals[w].get());
             lens[i] = static_cast<int64_t>(out.size() - before);
         }
     });
@@ -852,6 +996,8 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
     std::string buf;
     std::vector<size_t> ends;
     size_t want = window_bytes;
+    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    for (auto& l : locals) l.reset(new LocalCache());
     for (;;) {
         size_t old = buf.size();
         buf.resize(old + want);
@@ -873,12 +1019,13 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
             std::string_view view(buf);
             const size_t t = std::min<size_t>(static_cast<size_t>(threads), (cut + 4095) / 4096);
             if (t <= 1) {
-                encode_chunks(view, ends.data(), cut, 0, out);
+                encode_chunks(view, ends.data(), cut, 0, out, locals[0].get());
             } else {
                 std::vector<std::vector<uint32_t>> parts(t);
-                parallel_for(t, static_cast<int>(t), [&](size_t part, size_t) {
+                parallel_for(t, static_cast<int>(t), [&](size_t part, size_t w) {
                     size_t lo = cut * part / t, hi = cut * (part + 1) / t;
-                    encode_chunks(view, ends.data() + lo, hi - lo, lo == 0 ? 0 : ends[lo - 1], parts[part]);
+                    encode_chunks(view, ends.data() + lo, hi - lo, lo == 0 ? 0 : ends[lo - 1], parts[part],
+                                  locals[w].get());
                 });
                 for (auto& pv : parts) out.insert(out.end(), pv.begin(), pv.end());
             }

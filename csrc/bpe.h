@@ -43,6 +43,13 @@ std::string read_file(const std::string& path);
 // Number of worker threads for a request: n <= 0 means all hardware threads.
 int resolve_threads(int n);
 
+// split_chunks on `threads` threads: the text is cut into segments of about
+// `segment_bytes`, each pre-tokenized with some overlap, and the pieces are
+// stitched at a boundary both neighbours agree on (falls back to one thread
+// when they never agree).  Appends exactly what split_chunks appends.
+void split_chunks_parallel(std::string_view data, Pattern pattern, int threads, size_t segment_bytes,
+                           std::vector<size_t>& ends);
+
 // ---------------------------------------------------------------------------
 // Special tokens
 // ---------------------------------------------------------------------------
@@ -123,6 +130,12 @@ using Merge = std::pair<uint32_t, uint32_t>;
 std::vector<Merge> train(const std::vector<std::string_view>& texts,
                          const std::vector<std::string>& files, const TrainOptions& options);
 
+// The distinct chunks and their counts exactly as train() counts them (texts
+// split around opt.special_tokens, pre-tokenized with opt.pattern, on
+// opt.num_threads threads); in no particular order.  For tests and statistics.
+std::vector<std::pair<std::string, int64_t>> chunk_counts(const std::vector<std::string_view>& texts,
+                                                          const TrainOptions& opt);
+
 // ---------------------------------------------------------------------------
 // Encoding
 // ---------------------------------------------------------------------------
@@ -132,6 +145,7 @@ struct MergeRule {
 };
 
 class ChunkCache;  // thread-safe bounded chunk -> ids cache (bpe.cpp)
+class LocalCache;  // one worker's private front cache in bulk calls (bpe.cpp)
 
 // General-form BPE encoder, exactly bpe_reference.Encoder: inside each chunk
 // the adjacent pair with the lowest rank is merged (leftmost on equal ranks),
@@ -178,9 +192,10 @@ class Encoder {
     void encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
 
    private:
-    void encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+    void encode_with(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const;
+    void encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const;
     void encode_chunks(std::string_view data, const size_t* ends, size_t n_chunks, size_t first_start,
-                       std::vector<uint32_t>& out) const;
+                       std::vector<uint32_t>& out, LocalCache* local) const;
     // rank index << 32 | new id, or kNoMerge
     uint64_t lookup(uint32_t a, uint32_t b) const;
     void encode_small(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;

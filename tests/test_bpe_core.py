@@ -27,22 +27,6 @@ PATTERNS = ["simple", "gpt2", "gpt4"]
 TIE_BREAKS = ["smallest_ids", "largest_bytes"]
 
 
-def _pattern_ready(pattern: str) -> bool:
-    """False only while the C++ pre-tokenizer says the pattern is not implemented yet."""
-    try:
-        _bpe.pretokenize(b"a", pattern)
-    except Exception as exc:  # noqa: BLE001 - the message decides
-        if "not implemented" in str(exc):
-            return False
-        raise
-    return True
-
-
-def need(pattern: str) -> None:
-    if not _pattern_ready(pattern):
-        pytest.skip(f"C++ pre-tokenization for {pattern!r} is not implemented yet (csrc/pretokenize.cpp)")
-
-
 # A small text the tests carry themselves: prose with punctuation, numbers,
 # contractions, repeated words, non-ASCII letters, runs of white space.
 _WORDS = (
@@ -104,7 +88,6 @@ def triples(merges):
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_train_matches_reference_small_text(pattern, tie_break):
-    need(pattern)
     expected = ref_train(SMALL, 256 + 220, pattern=pattern, tie_break=tie_break)
     got = _bpe.train(SMALL, vocab_size=256 + 220, pattern=pattern, tie_break=tie_break)
     assert len(expected) >= 200
@@ -114,7 +97,6 @@ def test_train_matches_reference_small_text(pattern, tie_break):
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_train_matches_reference_real_text(pattern, tie_break):
-    need(pattern)
     data = _corpus(100_000)
     expected = ref_train(data, 256 + 200, pattern=pattern, tie_break=tie_break)
     got = _bpe.train(data, vocab_size=256 + 200, pattern=pattern, tie_break=tie_break)
@@ -180,6 +162,14 @@ def test_special_tokens_never_inside_merges():
     assert any(b"|" in enc2.token_bytes(256 + i) for i in range(len(plain)))
 
 
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_chunk_counts_match_reference(pattern):
+    data = b"<|endoftext|>".join(_small_text(seed=s, n_words=300) for s in range(4)) + _straddle_text()
+    for threads in (1, 2):
+        got = _bpe.chunk_counts(data, pattern, [b"<|endoftext|>"], threads)
+        assert got == dict(ref.count_chunks(data, pattern, [b"<|endoftext|>"]))
+
+
 def test_special_tokens_longest_match_wins():
     # at a position where both start, the longer special token wins
     data = b"xx<ab>yy<ab>c<a" * 40 + b"<a" + b"xy<ab>cxy"
@@ -242,7 +232,6 @@ def test_train_accepts_str_and_paths(tmp_path):
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_encode_matches_reference_trained_merges(pattern):
-    need(pattern)
     merges = ref_train(SMALL, 256 + 220, pattern=pattern)
     text = _small_text(seed=7, n_words=1500) + "Unseen wörds: zebra-crossing, 99 bottles.".encode()
     enc = _bpe.Encoder(triples(merges), pattern=pattern)
@@ -346,7 +335,6 @@ def trained_merges():
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("case", sorted(ROUND_TRIP))
 def test_round_trip(case, pattern, trained_merges):
-    need(pattern)
     text = ROUND_TRIP[case]
     enc = _bpe.Encoder(triples(trained_merges), pattern=pattern)
     ids = enc.encode(text)
@@ -375,8 +363,6 @@ _ENC_CACHE: dict = {}
     pattern=st.sampled_from(PATTERNS),
 )
 def test_hypothesis_train_and_encode_match_reference(text, tie_break, pattern):
-    if not _pattern_ready(pattern):
-        pattern = "simple"
     data = text.encode("utf-8", errors="surrogatepass")
     merges = _bpe.train(data, vocab_size=256 + 25, tie_break=tie_break, pattern=pattern)
     assert merges == ref.train(data, 256 + 25, tie_break=tie_break, pattern=pattern)
@@ -525,7 +511,6 @@ def _straddle_text() -> bytes:
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("window", [1, 5, 64, 100, 4096])
 def test_encode_file_streaming_equals_whole(tmp_path, trained_merges, pattern, window):
-    need(pattern)
     data = _straddle_text()
     p = tmp_path / "f.txt"
     p.write_bytes(data)
@@ -563,6 +548,10 @@ def test_decode_accepts_lists_and_arrays_and_names_unknown_ids(trained_merges):
         enc.decode([104, 123456])
     with pytest.raises(ValueError, match="unknown token id -1"):
         enc.decode([-1])
+    with pytest.raises(ValueError, match=f"unknown token id {2**70}"):
+        enc.decode([104, 2**70])
+    assert enc.decode(int(t) for t in ids) == b"hello there"  # any iterable, like the reference
+    assert enc.decode(ids.astype(np.uint16)) == b"hello there"
     with pytest.raises(ValueError, match="unknown token id 99999"):
         enc.token_bytes(99999)
     for i, (a, b) in enumerate(trained_merges):
@@ -640,3 +629,49 @@ def test_gpt2_vocabulary_known_answers_and_tiktoken():
     ids, off = enc.encode_batch(chunks)
     for k, c in enumerate(chunks):
         assert ids[off[k] : off[k + 1]].tolist() == te._encode_single_piece(c), c
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_parallel_pretokenization_equals_serial(pattern):
+    texts = [
+        _small_text(seed=31, n_words=4000),
+        _straddle_text() * 8,
+        b" " * 5000 + b"x" * 5000 + b"\n" * 3000,  # no common boundary in small overlaps: serial fallback
+    ]
+    for data in texts:
+        expected = np.cumsum([len(c) for c in _bpe.pretokenize(data, pattern)]).tolist()
+        for threads, segment in ((2, 64), (3, 500), (2, 4096), (1, 64)):
+            got = _bpe._split_chunks_parallel(data, pattern, threads, segment).tolist()
+            assert got == expected, (threads, segment)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_whole_corpus_threads_and_streaming(tmp_path, pattern):
+    """Whole shared corpus: merges identical for 1 and 2 threads (big pieces
+    pre-tokenized in parallel), and encode_file == encode == encode_batch."""
+    data = _corpus(20_000_000)
+    one = _bpe.train(data, vocab_size=256 + 2000, pattern=pattern, num_threads=1)
+    assert _bpe.train(data, vocab_size=256 + 2000, pattern=pattern, num_threads=2) == one
+    enc = _bpe.Encoder(triples(one), pattern=pattern)
+    whole = enc.encode(data)
+    assert enc.decode(whole) == data
+    assert np.array_equal(enc.encode_file(CORPUS, window_bytes=1 << 20, num_threads=2), whole)
+    docs = data.split(b"<|endoftext|>")
+    ids, off = enc.encode_batch(docs, num_threads=2)
+    assert np.array_equal(ids[off[0] : off[1]], enc.encode(docs[0]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", [1, 2])
+def test_big_piece_streamed_in_windows(threads):
+    """A 47 MB text with no special token is counted in several 32 MB windows.
+    The corpus ends with a new line and starts with a letter, so three copies
+    have exactly three times its chunks: the merges must be the same."""
+    data = _corpus(20_000_000)
+    assert data.endswith(b"\n") and data[:1].isalpha()
+    once = _bpe.train(data, vocab_size=256 + 300, num_threads=threads)
+    assert _bpe.train(data * 3, vocab_size=256 + 300, num_threads=threads) == once
+    counts = _bpe.chunk_counts(data, num_threads=threads)
+    assert counts == ref.count_chunks(data, "simple")
+    assert _bpe.chunk_counts(data * 3, num_threads=threads) == {k: 3 * v for k, v in counts.items()}
