@@ -90,9 +90,10 @@ done
 
 step "3/5 train: word-level and BPE models with rotary positions, $MINUTES minute(s) each (pretrain.py)"
 for kind in word bpe; do
-    run="main-$kind-rope"
-    flags=(--rope --data "$DATA_DIR" --out-dir "$CKPT_ROOT" --run-name "$run" --minutes "$MINUTES" --device "$DEVICE")
-    [ "$kind" = bpe ] && flags+=(--bpe)
+    # pretrain.py's own run-folder names, so `python pretrain.py --rope [--bpe] --resume` continues them
+    run="pretrain-rope"
+    flags=(--rope --data "$DATA_DIR" --out-dir "$CKPT_ROOT" --minutes "$MINUTES" --device "$DEVICE")
+    if [ "$kind" = bpe ]; then run="pretrain-rope-bpe"; flags+=(--bpe); fi
     flags+=("${PRETRAIN_EXTRA[@]}")
     if [ -f "$CKPT_ROOT/$run/ckpt.pt" ]; then
         echo "$CKPT_ROOT/$run already holds a checkpoint: continuing it up to $MINUTES minute(s) in all (--resume)"
@@ -101,8 +102,8 @@ for kind in word bpe; do
     echo "+ python pretrain.py ${flags[*]}"
     python pretrain.py "${flags[@]}"
 done
-WORD="$CKPT_ROOT/main-word-rope/best.pt"
-BPE="$CKPT_ROOT/main-bpe-rope/best.pt"
+WORD="$CKPT_ROOT/pretrain-rope/best.pt"
+BPE="$CKPT_ROOT/pretrain-rope-bpe/best.pt"
 
 step "4/5 compare: bits per character on the same held-out text (bits.py)"
 echo "+ python bits.py $WORD $BPE"
@@ -120,8 +121,8 @@ step "done"
 ACTIVATE="${VIRTUAL_ENV:-$ROOT/.venv}/bin/activate"
 cat <<EOF
 Checkpoints (each run folder: ckpt.pt latest, best.pt best held-out loss, metrics.json):
-  $CKPT_ROOT/main-word-rope/
-  $CKPT_ROOT/main-bpe-rope/
+  $CKPT_ROOT/pretrain-rope/
+  $CKPT_ROOT/pretrain-rope-bpe/
 Data: $DATA_DIR/   (both tokenizers, token files, train.txt, valid.txt)
 
 What to run next (in $ROOT, after: . $ACTIVATE)

@@ -66,12 +66,12 @@ def check_output(p, tmp_path):
     assert p.returncode == 0, out[-3000:] + p.stderr[-3000:]
     for f in ("train-word.bin", "valid-bpe.bin", "tokenizer-bpe.json", "valid.txt"):
         assert (tmp_path / "data" / "tiny" / f).is_file()
-    for run in ("main-word-rope", "main-bpe-rope"):
+    for run in ("pretrain-rope", "pretrain-rope-bpe"):
         assert (tmp_path / "ck" / run / "best.pt").is_file()
     rows = {m.group(1): m.groups() for m in re.finditer(
         r"^(main-\w+-rope)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$", out, re.M)}
-    assert set(rows) == {"main-word-rope", "main-bpe-rope"}, out
-    bpe, word = rows["main-bpe-rope"], rows["main-word-rope"]
+    assert set(rows) == {"pretrain-rope", "pretrain-rope-bpe"}, out
+    bpe, word = rows["pretrain-rope-bpe"], rows["pretrain-rope"]
     assert bpe[1] == "bpe" and word[1] == "word"
     assert float(bpe[5]) == 1.0  # BPE round-trips every held-out document
     assert float(word[5]) < 1.0  # the word tokenizer loses the new lines
@@ -79,7 +79,7 @@ def check_output(p, tmp_path):
         assert math.isfinite(float(r[6])) and 0 < float(r[6]) < 20
     samples = re.findall(r"^-----\n(.*?)\n-----$", out, re.M | re.S)
     assert len(samples) == 2 and all(s.startswith("Tom saw") for s in samples), out
-    assert "What to run next" in out and str(tmp_path / "ck" / "main-bpe-rope") in out
+    assert "What to run next" in out and str(tmp_path / "ck" / "pretrain-rope-bpe") in out
 
 
 @pytest.fixture
