@@ -69,7 +69,7 @@ def check_output(p, tmp_path):
     for run in ("pretrain-rope", "pretrain-rope-bpe"):
         assert (tmp_path / "ck" / run / "best.pt").is_file()
     rows = {m.group(1): m.groups() for m in re.finditer(
-        r"^(main-\w+-rope)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$", out, re.M)}
+        r"^(pretrain-rope(?:-bpe)?)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$", out, re.M)}
     assert set(rows) == {"pretrain-rope", "pretrain-rope-bpe"}, out
     bpe, word = rows["pretrain-rope-bpe"], rows["pretrain-rope"]
     assert bpe[1] == "bpe" and word[1] == "word"
