@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Compare checkpoints in bits per character on the same held-out text.
+
+    python bits.py checkpoints/word-rope/best.pt checkpoints/bpe-rope/best.pt
+
+Loss per token cannot compare a word-level model with a BPE model (their
+tokens are different units); bits per character can: each model encodes the
+same characters with its own tokenizer, the cross-entropy of every predicted
+token is added up (in nats), and the total is divided by ln 2 times the number
+of characters.  The exact counting is in ``storygpt/evaluate.py`` and
+``docs/bits.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+DEFAULT_CHARS = 2_000_000
+
+CAVEAT = (
+    "A word-level model does not have to predict what its tokenizer throws away: the spaces "
+    "between words, new lines and other white space, and the spelling of every word outside "
+    "its vocabulary (each becomes one <unk> prediction, however long the word). Its bits per "
+    "character is therefore a lower bound on the cost of writing the text, not a fair win over "
+    "a BPE model, which predicts every character (round-trip share 1.0). Compare the unk share "
+    "and round-trip columns before reading the bits column."
+)
+
+EPILOG = f"""\
+what is counted:
+  The text is split into documents at lines "<|endoftext|>". Each model encodes
+  it with its own tokenizer as  [eot] doc1 [eot] doc2 ... [eot] docN  (documents
+  as plain text: a literal "<|endoftext|>" inside one is not a control token).
+  The leading eot is context only; every other token is predicted once.
+  Characters = every character (Unicode code point) of every document + 1 for
+  each of the N-1 document boundaries. bits/char = total nats / (ln 2 x chars).
+  --chars cuts the text after exactly N characters (inside a document if need
+  be); all checkpoints are measured on the same characters.
+
+caveat:
+{textwrap.fill(CAVEAT, 78, initial_indent="  ", subsequent_indent="  ")}
+
+columns:
+  name      the run folder of the checkpoint
+  params    model parameters (all, embeddings included)
+  tokens    predicted tokens
+  chars/tok characters per predicted token
+  unk       share of predicted tokens that are <unk> (0 for BPE)
+  rtrip     share of documents with decode(encode(doc)) == doc
+  bits/char bits per character (lower is better)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="bits.py",
+        description="Measure checkpoints in bits per character on the same held-out text, side by side.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "checkpoints", nargs="+", metavar="CKPT",
+        help="checkpoint files (checkpoints/RUN/best.pt or ckpt.pt) or run folders (best.pt is used, else ckpt.pt)",
+    )
+    ap.add_argument(
+        "--text", metavar="FILE",
+        help="measure on this UTF-8 file (documents separated by lines '<|endoftext|>') instead of the "
+        "validation split <data_dir>/valid.txt of the corpus the checkpoints were trained on",
+    )
+    ap.add_argument(
+        "--chars", type=int, default=DEFAULT_CHARS, metavar="N",
+        help=f"measure the first N characters of the text (default {DEFAULT_CHARS:,}; all of it when shorter; "
+        "0 = all of it)",
+    )
+    ap.add_argument(
+        "--stride", type=int, default=None, metavar="S",
+        help="step between windows in tokens (default: the model's context length, i.e. back-to-back windows); "
+        "smaller values overlap windows so each token after the first window gets at least "
+        "context-S tokens of context; every token is still predicted once",
+    )
+    ap.add_argument("--batch-size", type=int, default=16, metavar="B", help="windows per forward pass (default 16)")
+    ap.add_argument(
+        "--device", default="auto",
+        help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps (default auto)",
+    )
+    ap.add_argument("--json", action="store_true", help="print one JSON object (the text measured and one record per checkpoint) instead of the table")
+    ap.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+    return ap
+
+
+def load_text(args, loaded) -> tuple[list[str], str]:
+    """The documents every checkpoint is measured on, and a description of them.
+
+    Raises:
+        ValueError: checkpoints trained on different held-out text without --text.
+        FileNotFoundError: a missing --text file or validation split.
+    """
+    from storygpt.evaluate import read_documents, take_characters
+
+    n = args.chars if args.chars > 0 else None
+    if args.text:
+        docs = take_characters(read_documents(args.text), n)
+        return docs, str(args.text)
+    sources = []
+    for path, (_, _, ckpt) in loaded.items():
+        data_dir = ckpt.get("data_dir")
+        corpus = ckpt.get("corpus", "?")
+        if not data_dir:
+            raise ValueError(f"checkpoint {path} does not record the corpus it was trained on (no data_dir); pass --text FILE")
+        valid = Path(data_dir) / "valid.txt"
+        if not valid.is_file():
+            raise FileNotFoundError(
+                f"checkpoint {path} was trained on corpus {corpus!r} but its validation split {valid} is missing; "
+                f"run data.py for that corpus again or pass --text FILE"
+            )
+        sources.append((path, corpus, valid))
+    texts = {}
+    for path, corpus, valid in sources:
+        key = str(valid.resolve())
+        if key not in texts:
+            texts[key] = take_characters(read_documents(valid), n)
+    if len(texts) > 1:
+        first = texts[next(iter(texts))]
+        if any(t != first for t in texts.values()):
+            lines = "\n".join(f"  {p}: corpus {c!r}, {v}" for p, c, v in sources)
+            raise ValueError(
+                "the checkpoints were trained on different corpora, so their held-out texts differ and "
+                f"their bits per character would not be comparable:\n{lines}\n"
+                "measure them separately, or pass --text FILE to measure all of them on the same text"
+            )
+    docs = next(iter(texts.values()))
+    return docs, str(sources[0][2])
+
+
+def run_name(path: Path, all_paths: list[Path]) -> str:
+    name = path.parent.name or str(path.parent)
+    if sum(1 for p in all_paths if (p.parent.name or str(p.parent)) == name) > 1:
+        name = f"{name}/{path.name}"
+    return name
+
+
+def format_table(rows: list[dict]) -> str:
+    head = ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
+    body = []
+    for r in rows:
+        body.append([
+            r["name"], f"{r['tokenizer']} {r['vocab_size']}", f"{r['parameters'] / 1e6:.2f}M",
+            f"{r['tokens']:,}", f"{r['characters_per_token']:.3f}", f"{r['unknown_share']:.2%}",
+            f"{r['round_trip_share']:.2f}", f"{r['bits_per_character']:.4f}",
+        ])
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    fmt = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.stride is not None and args.stride <= 0:
+            raise ValueError(f"--stride must be positive, got {args.stride}")
+        if args.batch_size <= 0:
+            raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
+        if args.chars < 0:
+            raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
+        if args.text and not Path(args.text).is_file():
+            raise FileNotFoundError(f"--text file not found: {args.text}")
+        import torch
+        from storygpt import load_checkpoint
+        from storygpt.evaluate import best_device, count_characters, evaluate_bits, resolve_checkpoint
+
+        paths = [resolve_checkpoint(p) for p in args.checkpoints]
+
+        device = best_device() if args.device == "auto" else args.device
+        loaded = {}
+        for p in paths:  # on the CPU first: only the model that is being measured goes to the device
+            model, tok, ckpt = load_checkpoint(str(p), device="cpu")
+            meta = {k: ckpt.get(k) for k in ("data_dir", "corpus", "config")}
+            loaded[p] = (model, tok, meta)
+            del ckpt  # the optimizer state and the rest are not needed
+        docs, source = load_text(args, loaded)
+        n_chars = count_characters(docs)
+        if not args.json:
+            print(f"text: {source}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
+                  f"device {device}", flush=True)
+
+        rows = []
+        for p in paths:
+            model, tok, ckpt = loaded[p]
+            model.to(device)
+            block_size = int((ckpt.get("config") or {}).get("block_size") or model.config.block_size)
+            stride = args.stride
+            if stride is not None and stride > block_size:
+                raise ValueError(f"--stride {stride} is larger than the context length {block_size} of {p}")
+            name = run_name(p, paths)
+            res = evaluate_bits(
+                model, tok, docs, block_size=block_size, stride=stride, batch_size=args.batch_size,
+                device=device, progress=not args.no_progress and sys.stderr.isatty(), desc=name,
+            )
+            if not math.isfinite(res.bits_per_character):
+                print(f"warning: {name}: bits per character is not finite", file=sys.stderr)
+            rows.append(dict(
+                name=name, checkpoint=str(p), corpus=ckpt.get("corpus"), tokenizer=tok.kind,
+                vocab_size=tok.vocab_size, parameters=sum(t.numel() for t in model.parameters()),
+                block_size=block_size, stride=stride or block_size, **res.to_dict(),
+            ))
+            del model
+            loaded[p] = (None, tok, ckpt)
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+    except (FileNotFoundError, ValueError, KeyError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"bits.py: error: {msg}", file=sys.stderr)
+        return 2
+
+    if args.json:
+        print(json.dumps({"text": source, "characters": n_chars, "documents": len(docs), "device": device,
+                          "results": rows}, indent=2))
+    else:
+        print(format_table(rows))
+        if any(r["tokenizer"] == "word" for r in rows):
+            print("\n" + textwrap.fill("note: " + CAVEAT, 100))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

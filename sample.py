@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Write a story with a trained checkpoint, printed as it is generated.
+
+    python sample.py checkpoints/bpe-rope/best.pt --prompt "Once upon a time"
+
+The prompt is plain text (a literal "<|endoftext|>" in it is not a control
+token) and follows one end-of-text token, so the model starts a new document
+the way it saw documents start in training.  Generation stops at the
+end-of-text token unless --no-stop is given.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="sample.py",
+        description="Sample text from a checkpoint written by pretrain.py, printing it as it is generated. "
+        "The model sees <|endoftext|> followed by the prompt (a new document that starts with it); <pad> is "
+        "never drawn. A word-level tokenizer turns words outside its vocabulary into <unk>: the prompt is "
+        "echoed as the model sees it, and a note on stderr names the words it lost.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("checkpoint", metavar="CKPT",
+                    help="checkpoint file (checkpoints/RUN/best.pt or ckpt.pt) or run folder (best.pt, else ckpt.pt)")
+    ap.add_argument("--prompt", default="",
+                    help="text to continue, encoded as plain text (special tokens in it are ordinary text); "
+                    "empty: start a new document")
+    ap.add_argument("--max-new-tokens", type=int, default=200, help="the most tokens to generate per sample")
+    ap.add_argument("--temperature", type=float, default=0.8,
+                    help="divides the logits before sampling; below 1 is more conservative, 0 is greedy (argmax)")
+    ap.add_argument("--top-k", type=int, default=200,
+                    help="sample only among the k most likely tokens (0: all tokens)")
+    ap.add_argument("--num-samples", type=int, default=1, help="how many samples to write, one after the other")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="random seed; the same seed (with the same checkpoint, flags and device) gives the same "
+                    "text. Default: a random seed, printed so the sample can be reproduced")
+    ap.add_argument("--device", default="auto", help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    ap.add_argument("--no-stop", action="store_true",
+                    help="do not stop at <|endoftext|>: keep generating (past document ends) up to --max-new-tokens")
+    return ap
+
+
+class StreamPrinter:
+    """Print the text of a growing id sequence as it becomes final.
+
+    Each call decodes all ids so far and prints the part not yet printed.  A
+    trailing U+FFFD is held back: with byte-level BPE a character of several
+    UTF-8 bytes can be split over tokens, and its first bytes alone decode to
+    the replacement character, which the next token may complete.
+    """
+
+    def __init__(self, tokenizer, prefix_ids: list[int], out=None):
+        self.tok = tokenizer
+        self.ids = list(prefix_ids)
+        self.out = out if out is not None else sys.stdout
+        self.printed = tokenizer.decode(self.ids) if self.ids else ""
+        self.text = self.printed  # everything emitted so far
+
+    def _emit(self, full: str) -> None:
+        if full.startswith(self.printed):
+            new = full[len(self.printed):]
+            if new:
+                self.out.write(new)
+                self.out.flush()
+                self.printed = full
+
+    def add(self, token_id: int) -> None:
+        self.ids.append(int(token_id))
+        self._emit(self.tok.decode(self.ids).rstrip("\ufffd"))
+
+    def finish(self) -> str:
+        """Print whatever is left (a genuine trailing U+FFFD included) and return the whole text."""
+        self._emit(self.tok.decode(self.ids))
+        return self.printed
+
+
+def unknown_prompt_words(tokenizer, prompt: str) -> list[str]:
+    """The words of ``prompt`` that a tokenizer with an unknown token maps to it (each once, in order).
+
+    Uses the tokenizer's own splitting (``WordTokenizer.split``) when it has
+    one; otherwise looks each word and punctuation run up on its own.
+    """
+    unk = getattr(tokenizer, "unk_id", None)
+    if unk is None:
+        return []
+    found: list[str] = []
+    split = getattr(tokenizer, "split", None)
+    pieces = None
+    if callable(split):
+        try:
+            pieces = list(split(prompt, allowed_special=set()))
+        except TypeError:
+            pieces = None
+    ids = tokenizer.encode_ordinary(prompt)
+    if pieces is not None and len(pieces) == len(ids):
+        candidates = [p for p, i in zip(pieces, ids) if i == unk]
+    else:
+        words = re.findall(r"\w+(?:['\u2019-]\w+)*|[^\w\s]+", prompt)
+        candidates = [w for w in words if unk in tokenizer.encode_ordinary(w)]
+    for w in candidates:
+        if w not in found:
+            found.append(w)
+    return found
+
+
+class SuppressTokens:
+    """Wraps an output layer so that some ids can never be drawn (their logits become -inf).
+
+    ``<pad>`` is in every vocabulary but never follows anything in the
+    training data; a barely trained model would still give it some
+    probability.  ``model.stream`` reads the logits from ``model.lm_head``, so
+    sample.py puts this wrapper there while it samples (the weights, tied or
+    not, stay the same tensors).
+    """
+
+    def __init__(self, head, ids):
+        self.head = head
+        self.ids = sorted(set(int(i) for i in ids))
+
+    def __call__(self, h):
+        logits = self.head(h)
+        if self.ids:
+            logits = logits.clone()
+            logits[..., self.ids] = float("-inf")
+        return logits
+
+
+def write_sample(model, tokenizer, prompt_ids: list[int], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, generator=None, stop: int | None = None, out=None) -> str:
+    """Print the prompt, then each newly completed piece of the continuation as it is drawn.
+
+    The model sees ``[eot] + prompt_ids`` (a new document starting with the
+    prompt) and draws with ``model.stream`` (KV cache).  When ``stop`` is
+    given, generation ends at that id, which is not printed.  ``<pad>`` is
+    never drawn (see :class:`SuppressTokens`).
+
+    Args:
+        model: a :class:`storygpt.model.GPT` (anything with its ``stream``).
+        tokenizer: the checkpoint's tokenizer.
+        prompt_ids: the prompt encoded with ``encode_ordinary``.
+        generator: a ``torch.Generator`` on the model's device (the seed).
+        out: a text stream (default ``sys.stdout``).
+
+    Returns:
+        The text printed (prompt echo included).
+    """
+    import torch
+
+    out = out if out is not None else sys.stdout
+    device = next(model.parameters()).device
+    idx = torch.tensor([[tokenizer.eot_id] + list(prompt_ids)], dtype=torch.long, device=device)
+    pad = getattr(tokenizer, "pad_id", None)
+    head = getattr(model, "lm_head", None)
+    if pad is not None and pad != stop and head is not None:
+        model.__dict__["lm_head"] = SuppressTokens(head, [pad])  # an instance attribute, not a submodule
+    printer = StreamPrinter(tokenizer, prompt_ids, out)
+    out.write(printer.printed)
+    out.flush()
+    try:
+        if max_new_tokens > 0:
+            for t in model.stream(idx, max_new_tokens, temperature=temperature, top_k=top_k,
+                                  generator=generator, stop_token=stop):
+                t = int(t[0])
+                if stop is not None and t == stop:
+                    break
+                printer.add(t)
+    finally:
+        model.__dict__.pop("lm_head", None)
+    return printer.finish()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.max_new_tokens < 0:
+            raise ValueError(f"--max-new-tokens must be >= 0, got {args.max_new_tokens}")
+        if args.temperature < 0:
+            raise ValueError(f"--temperature must be >= 0, got {args.temperature}")
+        if args.top_k < 0:
+            raise ValueError(f"--top-k must be >= 0, got {args.top_k}")
+        if args.num_samples < 1:
+            raise ValueError(f"--num-samples must be >= 1, got {args.num_samples}")
+        import torch
+        from storygpt import load_checkpoint
+        from storygpt.evaluate import best_device, resolve_checkpoint
+
+        path = resolve_checkpoint(args.checkpoint)
+
+        device = best_device() if args.device == "auto" else args.device
+        model, tok, ckpt = load_checkpoint(str(path), device=device)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"sample.py: error: {e}", file=sys.stderr)
+        return 2
+
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    if args.seed is None:
+        print(f"(seed {seed}; pass --seed {seed} to get this text again)", file=sys.stderr)
+    prompt_ids = [int(t) for t in tok.encode_ordinary(args.prompt)]
+    unknown = unknown_prompt_words(tok, args.prompt)
+    n_unk = sum(1 for t in prompt_ids if t == tok.unk_id) if tok.unk_id is not None else 0
+    if n_unk:
+        names = ", ".join(unknown) if unknown else "?"
+        word = "word is" if n_unk == 1 else "words are"
+        print(f"note: {n_unk} prompt {word} unknown to this {tok.kind}-level tokenizer and became "
+              f"{tok.id_to_token(tok.unk_id) if hasattr(tok, 'id_to_token') else '<unk>'}: {names}",
+              file=sys.stderr)
+    stop = None if args.no_stop else tok.eot_id
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    try:
+        for i in range(args.num_samples):
+            if args.num_samples > 1:
+                print(f"--- sample {i + 1}/{args.num_samples} ---", flush=True)
+            write_sample(model, tok, prompt_ids, max_new_tokens=args.max_new_tokens,
+                         temperature=args.temperature, top_k=args.top_k or None, generator=generator, stop=stop)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

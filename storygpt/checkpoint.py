@@ -1,0 +1,237 @@
+"""Checkpoints: a model, its tokenizer and the state to resume training.
+
+A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
+``torch.load(path, weights_only=True)``::
+
+    model       state_dict (no "_orig_mod." / "module." prefixes)
+    config      GPTConfig as a dict
+    tokenizer   the tokenizer's to_dict()
+    data_dir    absolute path of the corpus folder;  corpus: its name
+    optimizer   optimizer state_dict
+    step, tokens_seen, elapsed (seconds of training time spent), history (list of dicts)
+    rng         random states (see rng_state), args (the command line, as a dict)
+
+Files are written atomically (a temporary file in the same folder, fsync, then
+``os.replace``), so a crash never leaves a half-written checkpoint behind.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+REQUIRED_KEYS = ("model", "config", "tokenizer")
+TRAINING_KEYS = ("data_dir", "corpus", "optimizer", "step", "tokens_seen", "elapsed", "history", "rng", "args")
+
+
+def _umask_mode() -> int:
+    """0o666 minus the process umask: the mode an ordinary open() would give a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message names the file."""
+
+
+def clean_state_dict(state_dict: dict) -> dict:
+    """Strip the ``_orig_mod.`` (torch.compile) and ``module.`` (DDP) prefixes from keys."""
+    out = {}
+    for key, value in state_dict.items():
+        changed = True
+        while changed:
+            changed = False
+            for prefix in ("_orig_mod.", "module."):
+                if key.startswith(prefix):
+                    key = key[len(prefix):]
+                    changed = True
+        out[key] = value
+    return out
+
+
+def state_dict_digest(state_dict: dict) -> str:
+    """Hex sha256 over the names, dtypes, shapes and bytes of a state_dict's tensors (sorted by name)."""
+    h = hashlib.sha256()
+    for key in sorted(state_dict):
+        t = state_dict[key].detach().cpu().contiguous()
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def save_checkpoint(path: str | os.PathLike, ckpt: dict) -> None:
+    """Write ``ckpt`` to ``path`` atomically (temp file + fsync + os.replace).
+
+    A ``model_sha256`` entry (:func:`state_dict_digest` of ``ckpt["model"]``)
+    is added so that :func:`read_checkpoint` detects corrupted weights, which
+    torch.load alone would load silently.
+    """
+    path = Path(path)
+    if isinstance(ckpt.get("model"), dict):
+        ckpt = {**ckpt, "model_sha256": state_dict_digest(ckpt["model"])}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(ckpt, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _umask_mode())  # mkstemp makes 0600 files
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """Load a checkpoint dict with ``weights_only=True``; check its keys and the weights' checksum.
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError (a ValueError): a corrupt or truncated file, something
+            that is not a storygpt checkpoint, a missing key, or weights whose
+            checksum (``model_sha256``, when present) does not match.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # the unpickler raises many kinds (EOFError, IndexError, UnpicklingError...)
+        raise CheckpointError(
+            f"{path}: cannot read checkpoint (corrupt or truncated file?): {type(e).__name__}: {str(e)[:200]}"
+        ) from e
+    if not isinstance(ckpt, dict):
+        raise CheckpointError(f"{path}: not a storygpt checkpoint (holds a {type(ckpt).__name__}, not a dict)")
+    missing = [k for k in REQUIRED_KEYS if k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint is missing key(s) {missing}")
+    if "model_sha256" in ckpt:
+        try:
+            ok = state_dict_digest(ckpt["model"]) == ckpt["model_sha256"]
+        except Exception:
+            ok = False
+        if not ok:
+            raise CheckpointError(f"{path}: the model weights are corrupt (checksum mismatch)")
+    return ckpt
+
+
+def _with_fallback(make, what: str):
+    """``make()``, or ``make(backend="reference")`` when the C++ BPE extension is not built."""
+    try:
+        return make()
+    except ImportError as e:
+        warnings.warn(f"{what}: {e}; using the Python reference BPE (slow)", RuntimeWarning, stacklevel=3)
+        return make(backend="reference")
+
+
+def tokenizer_from_dict(d: dict):
+    """``storygpt.tokenizers.from_dict(d)``, falling back to the reference BPE without the C++ extension."""
+    from . import tokenizers  # imported late: keeps `import storygpt` light
+
+    return _with_fallback(lambda **kw: tokenizers.from_dict(d, **kw), "tokenizer")
+
+
+def load_tokenizer(path: str | os.PathLike):
+    """``storygpt.tokenizers.load(path)``, falling back to the reference BPE without the C++ extension."""
+    from . import tokenizers
+
+    return _with_fallback(lambda **kw: tokenizers.load(path, **kw), str(path))
+
+
+def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu"):
+    """Load a model and its tokenizer from a checkpoint written by pretrain.py.
+
+    Args:
+        path: a ``ckpt.pt`` / ``best.pt`` file.
+        device: where to put the model (and tensors of the returned dict).
+
+    Returns:
+        ``(model, tokenizer, ckpt)``: a :class:`storygpt.model.GPT` in eval
+        mode on ``device``; the tokenizer rebuilt by
+        ``storygpt.tokenizers.from_dict`` (BPE or word-level, by its ``kind``);
+        the checkpoint dict itself.
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError (ValueError): corrupt/truncated file, missing key, a bad
+            config, weights that do not fit the config, or a tokenizer whose
+            vocab_size differs from the model's.  Messages name the file.
+    """
+    from .model import GPT, GPTConfig
+
+    path = Path(path)
+    ckpt = read_checkpoint(path, map_location=device)
+    try:
+        config = GPTConfig.from_dict(dict(ckpt["config"]))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad model config in checkpoint: {e}") from e
+    try:
+        tokenizer = tokenizer_from_dict(ckpt["tokenizer"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad tokenizer in checkpoint: {e}") from e
+    if tokenizer.vocab_size != config.vocab_size:
+        raise CheckpointError(
+            f"{path}: tokenizer vocab_size {tokenizer.vocab_size} does not match the model's "
+            f"vocab_size {config.vocab_size}"
+        )
+    model = GPT(config)
+    try:
+        model.load_state_dict(clean_state_dict(ckpt["model"]))
+    except RuntimeError as e:
+        raise CheckpointError(f"{path}: model weights do not fit the config: {str(e)[:300]}") from e
+    model.to(device).eval()
+    return model, tokenizer, ckpt
+
+
+# ---------------------------------------------------------------- RNG states
+def rng_state() -> dict:
+    """The global random states as plain types (loadable with weights_only=True).
+
+    Returns ``{"torch": ByteTensor, "cuda": [ByteTensor, ...] , "numpy": {...},
+    "python": [...]}``; numpy's MT19937 key becomes an int64 tensor.
+    """
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    state = {
+        "torch": torch.get_rng_state(),
+        "cuda": [s for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else [],
+        "numpy": {"kind": str(kind), "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+                  "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "python": [int(version), [int(x) for x in internal], gauss_next],
+    }
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore states saved by :func:`rng_state`."""
+    torch.set_rng_state(state["torch"].cpu())
+    if state.get("cuda") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    n = state["numpy"]
+    np.random.set_state((n["kind"], n["keys"].cpu().numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    version, internal, gauss_next = state["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+def to_plain(obj: Any) -> Any:
+    """Convert argparse values etc. to types ``weights_only`` accepts (Path -> str, tuples -> lists)."""
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str, torch.Tensor)):
+        return obj
+    return str(obj)

@@ -1,0 +1,411 @@
+"""Bits per character: a loss that compares models whose tokens differ.
+
+Loss per token cannot compare a word-level model with a BPE model: their
+tokens are different units.  Bits per character divides the same total
+cross-entropy by the number of characters the predicted tokens cover, so two
+models measured on the same characters are on one scale (see ``docs/bits.md``).
+
+Definition used here (identical for every tokenizer)
+----------------------------------------------------
+The held-out text is a list of documents ``d_1 .. d_n`` (non-empty strings).
+Each model encodes it with its own tokenizer into one token stream::
+
+    [eot] enc(d_1) [eot] enc(d_2) [eot] ... [eot] enc(d_n)
+
+where ``enc`` is ``tokenizer.encode_ordinary`` (the text is plain text, a
+literal ``<|endoftext|>`` inside a document is not a control token) and
+``eot`` is ``tokenizer.eot_id``.  This is the layout ``data.py`` writes for
+training, so the model sees each document start the way it learned to.
+
+* The leading ``eot`` is context only: it is never predicted, and it stands
+  for no character.  Because of it every character of the text is covered.
+* Every other token is predicted exactly once, from the tokens before it
+  (at most ``block_size`` of them).
+* Characters counted: every character (Unicode code point, Python ``len``) of
+  every document, plus **one character for each document boundary** (the
+  ``n - 1`` predicted ``eot`` tokens; a boundary is one unit of text, like a
+  new line).  So ``characters = sum(len(d_i)) + n - 1``.
+* ``bits per character = total nats / (ln 2 * characters)``, where total nats
+  is the sum over predicted tokens of ``-ln p(token | context)``.
+
+Both tokenizers see exactly the same documents and the same ``n - 1``
+boundaries, so the denominator is identical for every model measured on the
+same text.  What differs is the numerator: a word-level tokenizer does not
+have to predict spaces, new lines or the spelling of words outside its
+vocabulary (each becomes one ``<unk>`` prediction), so its bits per character
+is a lower bound on what it would cost to actually write the text.
+
+Windows: with ``stride == block_size`` (the default) the stream is cut into
+back-to-back windows of ``block_size`` inputs; with a smaller stride the
+windows overlap by ``block_size - stride`` tokens and each window scores only
+the targets no earlier window scored, so every token is still predicted once
+but (after the first window) with at least ``block_size - stride`` tokens of
+context (the sliding-window evaluation described in the Hugging Face
+"Perplexity of fixed-length models" guide).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+EOT_TEXT = "<|endoftext|>"
+
+
+# --------------------------------------------------------------------------
+# checkpoints and devices
+# --------------------------------------------------------------------------
+def best_device() -> str:
+    """``cuda`` when available, then ``mps``, else ``cpu``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_checkpoint(path: str) -> Path:
+    """A checkpoint file, or a run folder (its best.pt, else ckpt.pt).
+
+    Raises:
+        FileNotFoundError: naming the path when nothing loadable is there.
+    """
+    p = Path(path)
+    if p.is_dir():
+        for name in ("best.pt", "ckpt.pt"):
+            if (p / name).is_file():
+                return p / name
+        raise FileNotFoundError(f"no best.pt or ckpt.pt in run folder {p}")
+    if not p.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {p}")
+    return p
+
+
+# --------------------------------------------------------------------------
+# text
+# --------------------------------------------------------------------------
+def split_documents(text: str) -> list[str]:
+    """Split ``text`` into documents exactly as ``data.py`` does.
+
+    The rule is :func:`storygpt.data.corpora.parse_documents`: a separator is
+    a line whose content, without surrounding white space, is
+    ``<|endoftext|>``; the new line ending a document's last line belongs to
+    the separator, and so does the file's final new line; ``\\r\\n`` and lone
+    ``\\r`` become ``\\n``; documents that are empty or only white space are
+    dropped.  Text without separator lines is one document.
+
+    Returns:
+        The documents, in order (an empty list when there is no text).
+    """
+    from storygpt.data.corpora import normalize_newlines, parse_documents
+
+    try:
+        return parse_documents(normalize_newlines(text))
+    except ValueError:  # nothing but separators and white space
+        return []
+
+
+def read_documents(path: str | Path) -> list[str]:
+    """Read a UTF-8 text file of documents separated by ``<|endoftext|>`` lines.
+
+    A leading byte-order mark is dropped; see :func:`split_documents` for the rule.
+
+    Raises:
+        FileNotFoundError: naming ``path`` when it does not exist.
+        ValueError: naming ``path`` when it is not UTF-8 or holds no text.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"text file not found: {path}")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not valid UTF-8 ({e})") from None
+    docs = split_documents(text)
+    if not docs:
+        raise ValueError(f"{path} holds no text to measure")
+    return docs
+
+
+def count_characters(documents: Sequence[str]) -> int:
+    """Characters the predicted tokens cover: all characters plus one per document boundary."""
+    return sum(len(d) for d in documents) + max(len(documents) - 1, 0)
+
+
+def take_characters(documents: Sequence[str], n: int | None) -> list[str]:
+    """The first ``n`` characters of ``documents`` (counted as in :func:`count_characters`).
+
+    The cut falls exactly after ``n`` characters, inside a document if need be
+    (the last document is then a prefix of the original).  A boundary is only
+    kept when at least one character of the next document follows it, so the
+    result covers ``n`` or ``n - 1`` characters; all of the text when it is
+    shorter than ``n``.  ``n=None`` keeps everything.
+
+    Raises:
+        ValueError: when ``n`` is not positive.
+    """
+    if n is None:
+        return [d for d in documents if d]
+    if n <= 0:
+        raise ValueError(f"the number of characters must be positive, got {n}")
+    out: list[str] = []
+    left = n
+    for d in documents:
+        if not d:
+            continue
+        if out:
+            if left <= 1:  # room for the boundary but not for a character after it
+                break
+            left -= 1
+        piece = d[:left]
+        out.append(piece)
+        left -= len(piece)
+        if left == 0:
+            break
+    return out
+
+
+# --------------------------------------------------------------------------
+# tokens
+# --------------------------------------------------------------------------
+def token_stream(tokenizer: Any, documents: Sequence[str]) -> tuple[np.ndarray, list[list[int]]]:
+    """Encode ``documents`` into ``[eot] enc(d_1) [eot] ... [eot] enc(d_n)``.
+
+    Returns:
+        ``(stream, per_document_ids)``: ``stream`` is an int64 array of length
+        ``1 + sum(len(ids_i)) + n - 1``; ``per_document_ids[i]`` the ids of
+        ``documents[i]`` (from ``encode_ordinary``).
+
+    Raises:
+        ValueError: when the tokenizer has no ``eot_id``.
+    """
+    eot = getattr(tokenizer, "eot_id", None)
+    if eot is None:
+        raise ValueError("the tokenizer has no end-of-text token (eot_id is None)")
+    per_doc = [[int(t) for t in tokenizer.encode_ordinary(d)] for d in documents]
+    parts: list[list[int]] = [[int(eot)]]
+    for i, ids in enumerate(per_doc):
+        if i:
+            parts.append([int(eot)])
+        parts.append(ids)
+    stream = np.fromiter((t for p in parts for t in p), dtype=np.int64)
+    return stream, per_doc
+
+
+def scoring_windows(n_targets: int, block_size: int, stride: int | None = None) -> Iterator[tuple[int, int, int]]:
+    """Windows that predict each of ``n_targets`` tokens exactly once.
+
+    The stream has ``n_targets + 1`` tokens; target ``j`` (``1 <= j <=
+    n_targets``) is stream token ``j``, predicted from tokens ``< j``.
+
+    Yields:
+        ``(begin, end, first_scored)``: the window's inputs are stream tokens
+        ``begin .. end-1`` (at most ``block_size``), its targets stream tokens
+        ``begin+1 .. end``, and the targets ``>= first_scored`` are the ones it
+        scores (the earlier ones were scored by an earlier window).
+
+    Raises:
+        ValueError: for a non-positive ``block_size`` or a ``stride`` outside
+        ``1 .. block_size``.
+    """
+    if block_size <= 0:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    stride = block_size if stride is None else stride
+    if not 1 <= stride <= block_size:
+        raise ValueError(f"--stride must be between 1 and the context length {block_size}, got {stride}")
+    scored = 0  # targets 1..scored are done
+    begin = 0
+    while scored < n_targets:
+        end = min(begin + block_size, n_targets)
+        yield begin, end, scored + 1
+        scored = end
+        begin += stride
+
+
+# --------------------------------------------------------------------------
+# the measurement
+# --------------------------------------------------------------------------
+@dataclass
+class BitsResult:
+    """What :func:`evaluate_bits` measured.
+
+    Attributes:
+        nats: total cross-entropy over the predicted tokens (natural log).
+        tokens: predicted tokens (the stream minus its leading eot).
+        characters: characters covered (see the module docstring).
+        unknown_tokens: predicted tokens equal to the tokenizer's ``unk_id``.
+        documents: documents measured.
+        round_trip_documents: documents ``d`` with ``decode(encode_ordinary(d)) == d``.
+    """
+
+    nats: float
+    tokens: int
+    characters: int
+    unknown_tokens: int
+    documents: int
+    round_trip_documents: int
+
+    @property
+    def bits_per_character(self) -> float:
+        return self.nats / (math.log(2) * self.characters)
+
+    @property
+    def nats_per_token(self) -> float:
+        return self.nats / self.tokens
+
+    @property
+    def characters_per_token(self) -> float:
+        return self.characters / self.tokens
+
+    @property
+    def unknown_share(self) -> float:
+        return self.unknown_tokens / self.tokens
+
+    @property
+    def round_trip_share(self) -> float:
+        return self.round_trip_documents / self.documents
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(
+            bits_per_character=self.bits_per_character,
+            nats_per_token=self.nats_per_token,
+            characters_per_token=self.characters_per_token,
+            unknown_share=self.unknown_share,
+            round_trip_share=self.round_trip_share,
+        )
+        return d
+
+
+def _logits_of(out: Any):
+    """Accept a model returning logits or a tuple/list whose first item is the logits."""
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    return out
+
+
+def evaluate_bits(
+    model: Callable,
+    tokenizer: Any,
+    documents: Sequence[str],
+    *,
+    block_size: int,
+    stride: int | None = None,
+    batch_size: int = 8,
+    device: Any = "cpu",
+    progress: bool = False,
+    desc: str = "bits",
+) -> BitsResult:
+    """Measure ``model`` in bits per character on ``documents``.
+
+    Args:
+        model: a callable mapping a LongTensor of ids ``(B, T)`` on ``device`` to
+            logits ``(B, T, V)`` (any float dtype), or to a tuple whose first
+            item is those logits (``storygpt.model.GPT.forward`` returns
+            ``(logits, loss)``).  Called under ``torch.no_grad()``; if it is a
+            ``torch.nn.Module`` it is put in eval mode for the call and its
+            previous mode restored afterwards.
+        tokenizer: anything with ``encode_ordinary(str) -> list[int]``,
+            ``decode(ids) -> str``, ``eot_id`` and ``unk_id`` (``None`` when the
+            tokenizer has no unknown token).
+        documents: the held-out text as non-empty documents (see
+            :func:`read_documents`, :func:`take_characters`).
+        block_size: the model's context length (inputs per window).
+        stride: window step, ``1 .. block_size`` (default ``block_size``:
+            back-to-back windows).  See :func:`scoring_windows`.
+        batch_size: windows per forward call.
+        device: torch device for the inputs.
+        progress: show a tqdm bar over the windows.
+
+    Returns:
+        a :class:`BitsResult`; ``.bits_per_character`` is
+        ``nats / (ln 2 * characters)``.
+
+    Raises:
+        ValueError: no documents, an empty token stream, logits of the wrong
+            shape, or a token id outside the model's vocabulary.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    documents = [d for d in documents if d]
+    if not documents:
+        raise ValueError("no text to measure (all documents are empty)")
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    stream, per_doc = token_stream(tokenizer, documents)
+    n_targets = len(stream) - 1
+    if n_targets <= 0:
+        raise ValueError("the text encodes to no tokens to predict")
+    round_trip = sum(1 for d, ids in zip(documents, per_doc) if tokenizer.decode(ids) == d)
+    unk = getattr(tokenizer, "unk_id", None)
+    n_unk = int((stream[1:] == unk).sum()) if unk is not None else 0
+
+    windows = list(scoring_windows(n_targets, block_size, stride))
+    data = torch.from_numpy(stream)
+    total = 0.0
+    scored_tokens = 0
+    was_training = getattr(model, "training", None)
+    if was_training is not None:
+        model.eval()
+    try:
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n_targets, desc=desc, unit="tok", unit_scale=True, leave=False)
+        with torch.no_grad():
+            # group windows of equal length so that each batch is one tensor
+            by_len: dict[int, list[tuple[int, int, int]]] = {}
+            for w in windows:
+                by_len.setdefault(w[1] - w[0], []).append(w)
+            for length, group in by_len.items():
+                for i in range(0, len(group), batch_size):
+                    batch = group[i : i + batch_size]
+                    x = torch.stack([data[b:e] for b, e, _ in batch]).to(device)
+                    y = torch.stack([data[b + 1 : e + 1] for b, e, _ in batch]).to(device)
+                    logits = _logits_of(model(x))
+                    if logits.dim() != 3 or logits.shape[:2] != x.shape:
+                        raise ValueError(
+                            f"the model returned logits of shape {tuple(logits.shape)} for inputs of shape "
+                            f"{tuple(x.shape)}; expected (B, T, vocab_size)"
+                        )
+                    vocab = logits.shape[-1]
+                    if int(y.max()) >= vocab:
+                        raise ValueError(
+                            f"token id {int(y.max())} is outside the model's vocabulary of {vocab}: "
+                            "the tokenizer does not belong to this model"
+                        )
+                    nll = F.cross_entropy(
+                        logits.float().reshape(-1, vocab), y.reshape(-1), reduction="none"
+                    ).view(len(batch), length)
+                    # target of column t is stream token b + 1 + t; keep those >= first_scored
+                    pos = torch.arange(1, length + 1, device=nll.device)
+                    starts = torch.tensor([b for b, _, _ in batch], device=nll.device)
+                    firsts = torch.tensor([f for _, _, f in batch], device=nll.device)
+                    keep = (starts[:, None] + pos[None, :]) >= firsts[:, None]
+                    total += float(nll[keep].double().sum())
+                    n = int(keep.sum())
+                    scored_tokens += n
+                    if bar is not None:
+                        bar.update(n)
+        if bar is not None:
+            bar.close()
+    finally:
+        if was_training:
+            model.train()
+    assert scored_tokens == n_targets, (scored_tokens, n_targets)
+    return BitsResult(
+        nats=total,
+        tokens=n_targets,
+        characters=count_characters(documents),
+        unknown_tokens=n_unk,
+        documents=len(documents),
+        round_trip_documents=round_trip,
+    )

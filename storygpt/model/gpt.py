@@ -1,0 +1,434 @@
+"""A decoder-only transformer (GPT) with learned or rotary position embeddings.
+
+Architecture (GPT-2 style, Radford et al. 2019, with pre-norm blocks):
+
+* token embedding ``wte`` (vocab_size x n_embd);
+* positions, one of
+    - ``"learned"``: an absolute position embedding ``wpe`` (block_size x n_embd)
+      added to the token embedding;
+    - ``"rope"``: rotary position embeddings (Su et al. 2021, "RoFormer:
+      Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864)
+      applied to every head's queries and keys, see :func:`apply_rotary`;
+* ``n_layer`` pre-norm blocks ``x + attn(ln_1(x))``, ``x + mlp(ln_2(x))``; the
+  attention is causal and runs through
+  :func:`torch.nn.functional.scaled_dot_product_attention`; the MLP is
+  ``Linear(n_embd, 4 n_embd) -> GELU -> Linear(4 n_embd, n_embd)``;
+* a final LayerNorm and an output layer whose weight is tied to ``wte``
+  (Press & Wolf 2017).
+
+Generation (:meth:`GPT.generate`, :meth:`GPT.stream`) keeps a key/value cache.
+With rotary positions keys are cached *already rotated* for their absolute
+position, so the cache can slide past ``block_size`` one token at a time: each
+new token attends to itself and the previous ``block_size - 1`` tokens.  With
+learned positions there is no embedding beyond ``block_size``; once the
+sequence is longer than that, every step recomputes the last ``block_size``
+tokens from position 0 (the classic cropped-context behaviour).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Callable, Iterator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+POSITIONS = ("learned", "rope")
+
+
+@dataclass
+class GPTConfig:
+    """Hyper-parameters of :class:`GPT`; stored in checkpoints as a plain dict.
+
+    Attributes:
+        vocab_size: number of token ids (the tokenizer's ``vocab_size``).
+        block_size: the longest context (tokens) seen in training; with
+            learned positions also the longest context the model accepts.
+        n_layer: number of transformer blocks.
+        n_head: attention heads per block; must divide ``n_embd``.
+        n_embd: width of the residual stream.
+        dropout: dropout probability (embeddings, attention, residual), 0-1.
+        position: ``"learned"`` or ``"rope"``.
+        rope_theta: base of the rotary frequencies, ``theta_i = rope_theta **
+            (-2i / head_dim)`` (10000 in RoFormer).
+    """
+
+    vocab_size: int = 256
+    block_size: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    position: str = "learned"
+    rope_theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"GPTConfig.{name} must be a positive integer, got {value!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"GPTConfig: n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        if self.position not in POSITIONS:
+            raise ValueError(f"GPTConfig.position must be one of {POSITIONS}, got {self.position!r}")
+        if self.position == "rope" and (self.n_embd // self.n_head) % 2:
+            raise ValueError(
+                f"GPTConfig: rotary positions need an even head size, got n_embd/n_head = {self.n_embd // self.n_head}"
+            )
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout!r}")
+        if not float(self.rope_theta) > 0:
+            raise ValueError(f"GPTConfig.rope_theta must be positive, got {self.rope_theta!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    def to_dict(self) -> dict:
+        """The config as a plain dict (ints, floats, str)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GPTConfig":
+        """Build a config from :meth:`to_dict` output; ValueError on unknown or missing keys."""
+        if not isinstance(d, dict):
+            raise ValueError(f"GPTConfig.from_dict needs a dict, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"GPTConfig: unknown keys {unknown}")
+        return cls(**d)
+
+
+def rotary_cos_sin(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cosines and sines of the rotary angles.
+
+    Args:
+        positions: (T,) integer tensor of absolute positions.
+        head_dim: size of one head (even).
+        theta: frequency base.
+
+    Returns:
+        ``(cos, sin)``, each float32 of shape (T, head_dim // 2): entry
+        ``[t, i]`` is ``cos/sin(positions[t] * theta ** (-2 i / head_dim))``.
+        Angles are computed in float64 so large positions keep their precision.
+    """
+    inv_freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64, device=positions.device) / head_dim)
+    angles = positions.to(torch.float64)[:, None] * inv_freq[None, :]
+    return angles.cos().float(), angles.sin().float()
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each consecutive pair of dimensions of ``x`` (RoFormer, eq. 14-15).
+
+    Pair ``i`` = dims ``(2i, 2i+1)`` of a vector at position ``m`` is rotated by
+    the angle ``m * theta_i``::
+
+        [x'_2i  ]   [cos -sin] [x_2i  ]
+        [x'_2i+1] = [sin  cos] [x_2i+1]
+
+    Args:
+        x: (B, n_head, T, head_dim), any float dtype.
+        cos, sin: (T, head_dim // 2) from :func:`rotary_cos_sin`.
+
+    Returns:
+        A tensor like ``x`` (same shape and dtype); computed in float32.
+    """
+    xf = x.float().unflatten(-1, (-1, 2))
+    x0, x1 = xf[..., 0], xf[..., 1]
+    out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+    return out.flatten(-2).to(x.dtype)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention, optionally with rotary positions and a KV cache."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.n_head = config.n_head
+        self.head_dim = config.head_dim
+        self.rope = config.position == "rope"
+        self.dropout = config.dropout
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        past: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Attend.
+
+        Args:
+            x: (B, T, n_embd) float.
+            rotary: ``(cos, sin)`` for the T new positions (rope only).
+            past: cached ``(k, v)``, each (B, n_head, T_past, head_dim), of the
+                tokens just before ``x`` (keys already rotated), or None.
+
+        Returns:
+            ``(y, (k, v))``: y is (B, T, n_embd); k, v are (B, n_head,
+            T_past + T, head_dim), the cache extended with the new tokens.
+        """
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        if self.rope:
+            cos, sin = rotary
+            q = apply_rotary(q, cos, sin)
+            k = apply_rotary(k, cos, sin)
+        mask, causal = None, True
+        if past is not None and past[0].size(2) > 0:
+            k = torch.cat((past[0], k), dim=2)
+            v = torch.cat((past[1], v), dim=2)
+            causal = False
+            if T > 1:  # new query i (absolute T_past + i) sees keys 0 .. T_past + i
+                t_past = k.size(2) - T
+                mask = torch.ones(T, k.size(2), dtype=torch.bool, device=x.device).tril(diagonal=t_past)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal and T > 1,
+            dropout_p=self.dropout if self.training else 0.0,
+        )
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y)), (k, v)
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x, rotary=None, past=None):
+        a, kv = self.attn(self.ln_1(x), rotary, past)
+        x = x + a
+        x = x + self.mlp(self.ln_2(x))
+        return x, kv
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer language model; see the module docstring.
+
+    Args:
+        config: a :class:`GPTConfig`.
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd) if config.position == "learned" else None
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+        self.apply(self._init_weights)
+        # GPT-2: scale the residual projections by 1/sqrt(2 n_layer)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self) -> int:
+        """Number of parameters (the tied embedding counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    # ------------------------------------------------------------------ forward
+    def _hidden(self, idx: torch.Tensor, start: int, cache: list | None) -> tuple[torch.Tensor, list]:
+        """Run the blocks on ``idx`` (B, T) whose first token is at absolute position ``start``."""
+        B, T = idx.shape
+        x = self.wte(idx)
+        rotary = None
+        positions = torch.arange(start, start + T, device=idx.device)
+        if self.wpe is not None:
+            if start + T > self.config.block_size:
+                raise ValueError(
+                    f"sequence of {start + T} tokens is longer than block_size {self.config.block_size} "
+                    "(learned positions cannot go further)"
+                )
+            x = x + self.wpe(positions)
+        else:
+            rotary = rotary_cos_sin(positions, self.config.head_dim, self.config.rope_theta)
+        x = self.drop(x)
+        new_cache = []
+        for i, block in enumerate(self.blocks):
+            x, kv = block(x, rotary, cache[i] if cache is not None else None)
+            new_cache.append(kv)
+        return self.ln_f(x), new_cache
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, ignore_index: int = -1):
+        """Logits for every position, and the loss when ``targets`` are given.
+
+        Args:
+            idx: (B, T) int64 token ids, T <= block_size.
+            targets: optional (B, T) int64 next-token ids; positions equal to
+                ``ignore_index`` do not count.
+            ignore_index: the target value to ignore (default -1).
+
+        Returns:
+            ``(logits, loss)``: logits (B, T, vocab_size) in the compute dtype
+            (float32, or bfloat16/float16 under autocast); loss is the mean
+            cross-entropy in nats over the counted targets, a float32 scalar
+            tensor, or None without targets.
+
+        Raises:
+            ValueError: T > block_size.
+        """
+        if idx.dim() != 2:
+            raise ValueError(f"idx must be (B, T), got shape {tuple(idx.shape)}")
+        if idx.size(1) > self.config.block_size:
+            raise ValueError(f"sequence length {idx.size(1)} exceeds block_size {self.config.block_size}")
+        h, _ = self._hidden(idx, 0, None)
+        logits = self.lm_head(h)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(
+                logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=ignore_index
+            )
+        return logits, loss
+
+    # --------------------------------------------------------------- generation
+    @torch.no_grad()
+    def stream(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generator: torch.Generator | None = None,
+        seed: int | None = None,
+        stop_token: int | None = None,
+        use_cache: bool = True,
+    ) -> Iterator[torch.Tensor]:
+        """Sample tokens one at a time; yields each new (B,) int64 tensor as soon as it is drawn.
+
+        Args:
+            idx: (B, T) int64 prompt, T >= 1.  With ``use_cache`` and rotary
+                positions a prompt longer than block_size is cropped to its
+                last block_size tokens (they get positions 0..block_size-1).
+            max_new_tokens: the most tokens to draw.
+            temperature: > 0 divides the logits; 0 means greedy (argmax).
+            top_k: keep only the k most likely tokens before sampling.
+            generator: a ``torch.Generator`` (on the model's device) for the
+                draws; if None and ``seed`` is given one is made from ``seed``.
+            seed: see ``generator``.
+            stop_token: stop once every row has produced this id (the id is
+                yielded; a row that has stopped keeps yielding it).
+            use_cache: True (default): key/value cache; see the module docstring
+                for what happens past block_size.  False: the reference
+                "uncached" computation -- every step runs :meth:`forward` on the
+                last block_size tokens, positions starting at 0.  Within
+                block_size both give the same logits (up to rounding) and so
+                the same tokens for the same seed; past block_size they agree
+                for learned positions, while the rotary sliding cache instead
+                equals full attention with absolute positions over a causal
+                window of block_size keys.
+        """
+        if idx.dim() != 2 or idx.size(1) < 1:
+            raise ValueError(f"prompt must be (B, T) with T >= 1, got shape {tuple(idx.shape)}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if generator is None and seed is not None:
+            generator = torch.Generator(device=idx.device)
+            generator.manual_seed(seed)
+        bs = self.config.block_size
+        rope = self.config.position == "rope"
+        seq = idx
+        done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
+        cache, pos = None, 0  # pos: absolute position of the next token fed to the cache
+        for _ in range(max_new_tokens):
+            if not use_cache or (not rope and seq.size(1) > bs):
+                h, _ = self._hidden(seq[:, -bs:], 0, None)
+                cache = None
+            elif cache is None:  # prefill
+                prompt = seq[:, -bs:]
+                h, cache = self._hidden(prompt, 0, [None] * len(self.blocks))
+                pos = prompt.size(1)
+            else:
+                h, cache = self._hidden(seq[:, -1:], pos, cache)
+                pos += 1
+            if cache is not None and rope:  # keep the last block_size-1 keys/values
+                cache = [(k[:, :, -(bs - 1):], v[:, :, -(bs - 1):]) if bs > 1 else (k[:, :, :0], v[:, :, :0])
+                         for k, v in cache]
+            logits = self.lm_head(h[:, -1, :]).float()
+            nxt = self._sample(logits, temperature, top_k, generator)
+            if stop_token is not None:
+                nxt = torch.where(done, torch.full_like(nxt, stop_token), nxt)
+                done |= nxt == stop_token
+            seq = torch.cat((seq, nxt[:, None]), dim=1)
+            yield nxt
+            if stop_token is not None and bool(done.all()):
+                return
+
+    @staticmethod
+    def _sample(logits: torch.Tensor, temperature: float, top_k: int | None, generator) -> torch.Tensor:
+        if temperature == 0:
+            return logits.argmax(dim=-1)
+        logits = logits / temperature
+        if top_k is not None and top_k < logits.size(-1):
+            kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        probs = torch.softmax(logits, dim=-1)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generator: torch.Generator | None = None,
+        seed: int | None = None,
+        stop_token: int | None = None,
+        use_cache: bool = True,
+        callback: Callable[[torch.Tensor], None] | None = None,
+    ) -> torch.Tensor:
+        """Extend ``idx`` by up to ``max_new_tokens`` sampled tokens.
+
+        Arguments as for :meth:`stream`; ``callback`` is called with each new
+        (B,) int64 tensor as it is drawn (e.g. to print tokens as they come).
+
+        Returns:
+            (B, T + n) int64: the prompt followed by the n <= max_new_tokens
+            tokens drawn (n is smaller only when ``stop_token`` ended early).
+        """
+        new = []
+        for tok in self.stream(idx, max_new_tokens, temperature, top_k, generator, seed, stop_token, use_cache):
+            new.append(tok)
+            if callback is not None:
+                callback(tok)
+        if not new:
+            return idx
+        return torch.cat((idx, torch.stack(new, dim=1)), dim=1)
