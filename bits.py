@@ -170,11 +170,13 @@ def main(argv: list[str] | None = None) -> int:
             raise FileNotFoundError(f"--text file not found: {args.text}")
         import torch
         from storygpt import load_checkpoint
-        from storygpt.evaluate import best_device, count_characters, evaluate_bits, resolve_checkpoint
+        from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint, resolve_device
 
-        paths = [resolve_checkpoint(p) for p in args.checkpoints]
-
-        device = best_device() if args.device == "auto" else args.device
+        device = resolve_device(args.device)
+        paths = []
+        for p in (resolve_checkpoint(p) for p in args.checkpoints):
+            if all(p.resolve() != q.resolve() for q in paths):  # the same file twice is measured once
+                paths.append(p)
         loaded = {}
         for p in paths:  # on the CPU first: only the model that is being measured goes to the device
             model, tok, ckpt = load_checkpoint(str(p), device="cpu")

@@ -42,6 +42,7 @@ from storygpt.checkpoint import (
     tokenizer_from_dict,
 )
 from storygpt.data import read_tokens
+from storygpt.evaluate import resolve_device
 from storygpt.model import GPT, GPTConfig
 
 # flags that may change when a run is resumed; every other flag keeps the run's value
@@ -53,6 +54,7 @@ RESUME_OVERRIDABLE = {
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        prog="pretrain.py",
         description="Pretrain a GPT on token files written by data.py, for a time budget.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         argument_default=argparse.SUPPRESS if suppress_defaults else None,
@@ -136,8 +138,12 @@ def probe_threads(model, data, block_size, batch_size, autocast, candidates) -> 
 
 
 def run_name_for(args) -> str:
-    if args.run_name:
-        return args.run_name
+    if args.run_name is not None:
+        name = args.run_name
+        if not name or name in (".", "..") or "/" in name or os.sep in name:
+            raise SystemExit(f"pretrain.py: error: --run-name {name!r} must be a plain folder name "
+                             "(no path separators; it is created under --out-dir)")
+        return name
     return "pretrain" + ("-rope" if args.rope else "") + ("-bpe" if args.bpe else "")
 
 
@@ -151,7 +157,10 @@ def usable_cores() -> int:
 
 def pick_device(name: str, local_rank: int) -> torch.device:
     if name != "auto":
-        dev = torch.device(name)
+        try:
+            dev = torch.device(resolve_device(name))
+        except ValueError as e:
+            raise SystemExit(f"pretrain.py: error: {e}") from None
         if dev.type == "cuda" and dev.index is None:
             dev = torch.device("cuda", local_rank)
         return dev
@@ -224,9 +233,19 @@ def windows_to_batch(data: np.ndarray, starts: np.ndarray, window: int, device) 
 def load_data(data_dir: Path, kind: str, block_size: int, log):
     """The tokenizer and (train, valid) memmaps of ``data_dir``; SystemExit with a clear message on problems."""
     tok_path = data_dir / f"tokenizer-{kind}.json"
+    if not data_dir.is_dir():
+        raise SystemExit(f"pretrain.py: error: --data {data_dir}: no such folder (give the corpus folder data.py "
+                         "wrote, e.g. data/shakespeare)")
     if not tok_path.is_file():
+        other = "word" if kind == "bpe" else "bpe"
+        if (data_dir / f"tokenizer-{other}.json").is_file():
+            raise SystemExit(
+                f"pretrain.py: error: {tok_path} not found, but {data_dir} holds the {other} token files: "
+                f"{'drop' if kind == 'bpe' else 'add'} --bpe, or run `python data.py{' --bpe' if kind == 'bpe' else ''}` "
+                f"to write the {kind} ones"
+            )
         raise SystemExit(
-            f"error: {tok_path} not found; run `python data.py{' --bpe' if kind == 'bpe' else ''}` "
+            f"pretrain.py: error: {tok_path} not found; run `python data.py{' --bpe' if kind == 'bpe' else ''}` "
             f"to write the {kind} token files, or point --data at a corpus folder"
         )
     try:
@@ -234,17 +253,17 @@ def load_data(data_dir: Path, kind: str, block_size: int, log):
         train = read_tokens(data_dir / f"train-{kind}.bin", tokenizer)
         valid = read_tokens(data_dir / f"valid-{kind}.bin", tokenizer)
     except (OSError, ValueError) as e:
-        raise SystemExit(f"error: {e}") from e
+        raise SystemExit(f"pretrain.py: error: {e}") from e
     if len(train) < block_size + 1:
         raise SystemExit(
-            f"error: {data_dir / f'train-{kind}.bin'} has {len(train)} tokens, fewer than one training window "
+            f"pretrain.py: error: {data_dir / f'train-{kind}.bin'} has {len(train)} tokens, fewer than one training window "
             f"(block_size + 1 = {block_size + 1}); use a smaller --block-size"
         )
     eval_window = block_size
     if len(valid) < block_size + 1:
         if len(valid) < 2:
             raise SystemExit(
-                f"error: {data_dir / f'valid-{kind}.bin'} has {len(valid)} tokens; at least 2 are needed "
+                f"pretrain.py: error: {data_dir / f'valid-{kind}.bin'} has {len(valid)} tokens; at least 2 are needed "
                 "for a held-out loss"
             )
         eval_window = len(valid) - 1
@@ -266,6 +285,9 @@ def main(argv: list[str] | None = None) -> dict:
         value = getattr(args, name)
         if value is not None and value < low:
             parser.error(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
+    for name in ("minutes", "lr", "min_lr", "weight_decay", "grad_clip", "dropout", "rope_theta"):
+        if not math.isfinite(getattr(args, name)):
+            parser.error(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
 
     # ---------------------------------------------------------- distributed
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -286,16 +308,16 @@ def main(argv: list[str] | None = None) -> dict:
     resumed = None
     if args.resume:
         if args.force:
-            raise SystemExit("error: --resume and --force contradict each other")
+            raise SystemExit("pretrain.py: error: --resume and --force contradict each other")
         try:
             resumed = read_checkpoint(ckpt_path)
         except FileNotFoundError:
-            raise SystemExit(f"error: --resume: no checkpoint at {ckpt_path}")
+            raise SystemExit(f"pretrain.py: error: --resume: no checkpoint at {ckpt_path}")
         except CheckpointError as e:
-            raise SystemExit(f"error: --resume: {e}")
+            raise SystemExit(f"pretrain.py: error: --resume: {e}")
         missing = [k for k in ("optimizer", "step", "rng", "args", "data_dir") if k not in resumed]
         if missing:
-            raise SystemExit(f"error: --resume: {ckpt_path} lacks the training state {missing}")
+            raise SystemExit(f"pretrain.py: error: --resume: {ckpt_path} lacks the training state {missing}")
         saved = dict(resumed["args"])
         ignored = sorted(k for k in explicit - RESUME_OVERRIDABLE if k in saved and saved[k] != getattr(args, k))
         if ignored:
@@ -307,7 +329,7 @@ def main(argv: list[str] | None = None) -> dict:
         args.data = resumed["data_dir"]
     elif ckpt_path.exists() and not args.force:
         raise SystemExit(
-            f"error: {ckpt_path} already exists; pass --resume to continue that run, --force to start it "
+            f"pretrain.py: error: {ckpt_path} already exists; pass --resume to continue that run, --force to start it "
             f"over (overwriting it), or --run-name for a new run folder"
         )
 
@@ -338,7 +360,7 @@ def main(argv: list[str] | None = None) -> dict:
     tokenizer, train, valid, eval_window = load_data(data_dir, kind, args.block_size, log)
     if resumed is not None and tokenizer.fingerprint() != _fingerprint_of_dict(resumed["tokenizer"]):
         raise SystemExit(
-            f"error: --resume: the tokenizer in {data_dir} is not the one {ckpt_path} was trained with "
+            f"pretrain.py: error: --resume: the tokenizer in {data_dir} is not the one {ckpt_path} was trained with "
             "(the corpus folder was rebuilt?)"
         )
     valid_starts = fixed_windows(len(valid), eval_window, args.eval_windows)
@@ -352,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict:
             rope_theta=args.rope_theta,
         ) if resumed is None else GPTConfig.from_dict(dict(resumed["config"]))
     except ValueError as e:
-        raise SystemExit(f"error: {e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from e
+        raise SystemExit(f"pretrain.py: error: {e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from e
     torch.manual_seed(args.seed)
     model = GPT(config).to(device)
     if resumed is not None:
@@ -409,6 +431,10 @@ def main(argv: list[str] | None = None) -> dict:
     max_steps = args.max_steps if args.max_steps is not None else math.inf
     if master:
         run_dir.mkdir(parents=True, exist_ok=True)
+        # temporary files a killed run (kill -9, power loss) left behind; the files under final names are whole
+        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp"):
+            for stale in run_dir.glob(pattern):
+                stale.unlink(missing_ok=True)
         log(
             f"run {run_dir} | corpus {data_dir.name} ({kind}, vocab {tokenizer.vocab_size}) | "
             f"train {len(train):,} tokens, valid {len(valid):,} | {n_params:,} parameters, "
@@ -552,7 +578,7 @@ def main(argv: list[str] | None = None) -> dict:
             session_tokens += args.batch_size * args.block_size * world
             session_train_time += time.perf_counter() - t0
             if not math.isfinite(loss_value):
-                raise SystemExit(f"error: the training loss became {loss_value} at step {step}; try a lower --lr")
+                raise SystemExit(f"pretrain.py: error: the training loss became {loss_value} at step {step}; try a lower --lr")
             if master and not bar.disable:
                 el = elapsed_before + time.perf_counter() - t_start
                 tps = session_tokens / session_train_time

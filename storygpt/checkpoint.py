@@ -106,6 +106,12 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    # torch.save writes a zip archive; files from torch < 1.6 start with a pickle protocol marker
+    if not (head.startswith(b"PK") or head.startswith(b"\x80")):
+        raise CheckpointError(f"{path}: not a checkpoint file (a torch.save file starts with a zip or pickle "
+                              f"header; this one starts with {head!r})")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # the unpickler raises many kinds (EOFError, IndexError, UnpicklingError...)

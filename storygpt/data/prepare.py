@@ -96,7 +96,10 @@ def get_corpus(
             train, valid = docs, corpora.read_documents(valid_file)
             source = f"{train_file} + {valid_file}"
         else:
-            train, valid = corpora.split_documents(docs, valid_fraction)
+            try:
+                train, valid = corpora.split_documents(docs, valid_fraction)
+            except ValueError as e:
+                raise ValueError(f"{train_file}: {e}") from None
             source = f"{train_file} (held out {len(valid)} of {len(docs)} documents)"
             if len(docs) == 1:
                 notes.append("a single document: split at a line boundary into train and valid")

@@ -7,6 +7,7 @@ The model and the command-line tools only use this interface, so they work with
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 from abc import ABC, abstractmethod
 from typing import Iterable, Iterator, Sequence
@@ -17,6 +18,20 @@ from . import io as _io
 
 #: Name of the end-of-text special token (document separator) in every tokenizer.
 EOT = "<|endoftext|>"
+
+
+def as_int(value, what: str, error: type = TypeError) -> int:
+    """``operator.index(value)``: Python and numpy integers pass, floats, strings and bools do not.
+
+    Raises:
+        ``error`` (TypeError by default), naming ``what`` and the value.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise error(f"{what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise error(f"{what} must be an integer, got {value!r} ({type(value).__name__})") from None
 
 
 class Tokenizer(ABC):

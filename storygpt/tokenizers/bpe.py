@@ -28,7 +28,10 @@ import regex
 
 from . import bpe_reference
 from . import io as _io
-from .base import EOT, Tokenizer
+from .base import EOT, Tokenizer, as_int
+
+#: The largest vocabulary: the C++ encoder takes token ids in [0, 2**26).
+MAX_VOCAB_SIZE = 1 << 26
 
 MERGE_RULES = ("merges", "ranks")
 BACKENDS = ("cpp", "reference")
@@ -256,6 +259,9 @@ class BPETokenizer(Tokenizer):
             FileNotFoundError: a listed file does not exist (named).
         """
         _check_backend(backend)
+        vocab_size = as_int(vocab_size, "vocab_size")
+        if vocab_size > MAX_VOCAB_SIZE:
+            raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
         specials = _special_dict(special_tokens, 0)  # validates
         special_bytes = [s.encode("utf-8") for s in specials]
         if isinstance(text_or_files, (str, bytes, bytearray)):

@@ -1,0 +1,302 @@
+"""Bad input for the command-line tools and the Python API: a clear error that names the file, token or
+argument (no traceback, a non-zero exit), and nothing lost (atomic files, resumable runs).
+
+Each test is a regression test for a problem found by trying to break storygpt; the comment says what
+happened before the fix.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+import bits  # noqa: E402
+import data as data_cli  # noqa: E402
+import pretrain  # noqa: E402
+import sample  # noqa: E402
+
+from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoint  # noqa: E402
+from storygpt.evaluate import resolve_device  # noqa: E402
+from storygpt.tokenizers import BPETokenizer, WordTokenizer, load  # noqa: E402
+
+WORDS = ("the cat sat on a mat and the dog ran to the log while a bird sang in the old tree "
+         "near the river where children played all day long").split()
+TINY = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4",
+        "--eval-windows", "2", "--eval-interval", "2", "--no-progress", "--threads", "1"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def corpus_text(n_docs: int = 12) -> str:
+    rng = np.random.default_rng(0)
+    docs = []
+    for d in range(n_docs):
+        lines = [" ".join(rng.choice(WORDS, 12)) + "." for _ in range(8)]
+        docs.append(f"Story {d}.\n" + "\n".join(lines))
+    return "\n<|endoftext|>\n".join(docs) + "\n"
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A corpus written by data.py (bpe and word) and a tiny checkpoint trained by pretrain.py."""
+    root = tmp_path_factory.mktemp("bad")
+    src = root / "tiny.txt"
+    src.write_text(corpus_text(), encoding="utf-8")
+    assert data_cli.main(["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--bpe",
+                          "--vocab-size", "300", "--threads", "1"]) == 0
+    assert data_cli.main(["--train-file", str(src), "--out", str(root / "data"), "--quiet",
+                          "--vocab-size", "60", "--threads", "1"]) == 0
+    corpus = root / "data" / "tiny"
+    pretrain.main(["--data", str(corpus), "--bpe", "--out-dir", str(root / "ck"), "--max-steps", "2", *TINY])
+    return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "pretrain-bpe" / "ckpt.pt"}
+
+
+def one_error_line(err: str, tool: str) -> str:
+    """The stderr of a failed run: one ``tool: error: ...`` line, no traceback."""
+    assert "Traceback" not in err, err
+    lines = [l for l in err.splitlines() if l.startswith(f"{tool}: error: ")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------------ data.py
+def test_data_directory_as_train_file(work, capsys):
+    # before: "tmp/x: no such file" for a folder that exists
+    assert data_cli.main(["--train-file", str(work["root"]), "--out", str(work["root"] / "o"), "--quiet"]) == 1
+    msg = one_error_line(capsys.readouterr().err, "data.py")
+    assert str(work["root"]) in msg and "is a folder" in msg
+
+
+def test_data_single_line_document_names_the_file(work, capsys):
+    # before: "the corpus is a single document ..." without the file's name
+    f = work["root"] / "oneline.txt"
+    f.write_text("just one line\n", encoding="utf-8")
+    assert data_cli.main(["--train-file", str(f), "--out", str(work["root"] / "o"), "--quiet"]) == 1
+    msg = one_error_line(capsys.readouterr().err, "data.py")
+    assert str(f) in msg and "single document" in msg
+
+
+@pytest.mark.parametrize("value", ["10000000000000000000000", str((1 << 26) + 1)])
+def test_data_huge_bpe_vocab_size(work, capsys, value):
+    # before: a pybind11 TypeError traceback that printed the whole training text
+    assert data_cli.main(["--train-file", str(work["src"]), "--out", str(work["root"] / "o"), "--quiet",
+                          "--bpe", "--vocab-size", value]) == 1
+    err = capsys.readouterr().err
+    msg = one_error_line(err, "data.py")
+    assert "vocab_size" in msg and "too large" in msg and len(err) < 500
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_data_batch_chars_must_be_positive(work, capsys, value):
+    # before: accepted silently
+    assert data_cli.main(["--train-file", str(work["src"]), "--out", str(work["root"] / "o"), "--quiet",
+                          "--batch-chars", value]) == 2
+    assert "--batch-chars" in one_error_line(capsys.readouterr().err, "data.py")
+
+
+def test_data_ctrl_c_exits_130_without_traceback_or_half_files(work, capsys, monkeypatch):
+    # before: a KeyboardInterrupt traceback (the files were already atomic)
+    out = work["root"] / "ctrlc"
+    real = data_cli.prepare
+
+    def interrupted(kind, corpus, out_dir, *a, **kw):
+        from storygpt.data import prepare as prep
+
+        def boom(*a, **kw):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(prep, "encode_documents", boom)  # interrupted after the tokenizer is written
+        return real(kind, corpus, out_dir, *a, **kw)
+
+    monkeypatch.setattr(data_cli, "prepare", interrupted)
+    assert data_cli.main(["--train-file", str(work["src"]), "--out", str(out), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "interrupted" in err
+    names = sorted(p.name for p in (out / "tiny").iterdir())
+    assert names == ["tokenizer-word.json", "train.txt", "valid.txt"]  # complete files only, no *.tmp
+
+
+# -------------------------------------------------------------------------------------- pretrain.py
+def run_pretrain(work, *extra):
+    return pretrain.main(["--data", str(work["corpus"]), "--out-dir", str(work["root"] / "ck2"), *TINY, *extra])
+
+
+@pytest.mark.parametrize("flag,value", [("--lr", "nan"), ("--minutes", "nan"), ("--minutes", "inf"),
+                                        ("--min-lr", "inf"), ("--grad-clip", "nan")])
+def test_pretrain_non_finite_floats(work, capsys, flag, value):
+    # before: tracebacks from torch.optim (lr nan) or tqdm (minutes nan/inf)
+    with pytest.raises(SystemExit) as e:
+        run_pretrain(work, "--bpe", flag, value, "--max-steps", "1")
+    assert e.value.code == 2
+    msg = one_error_line(capsys.readouterr().err, "pretrain.py")
+    assert flag in msg and "finite" in msg
+
+
+@pytest.mark.parametrize("device,words", [("banana", "not a device name"), ("cuda:99", r"(CUDA is not available|only \d+ CUDA)")])
+def test_pretrain_bad_device(work, device, words):
+    # before: RuntimeError / AttributeError tracebacks from torch
+    if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.device_count() > 99:
+        pytest.skip("a machine with 100 GPUs")
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --device '{device}'.*{words}"):
+        run_pretrain(work, "--bpe", "--device", device, "--max-steps", "1")
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "..", ""])
+def test_pretrain_run_name_must_be_a_plain_name(work, name):
+    # before: --run-name ../../etc wrote checkpoints outside --out-dir
+    with pytest.raises(SystemExit, match=r"^pretrain.py: error: --run-name .*plain folder name"):
+        run_pretrain(work, "--bpe", "--run-name", name, "--max-steps", "1")
+    assert not (work["root"] / "escape").exists()
+
+
+def test_pretrain_data_folder_missing_or_a_file(work):
+    # before: "<file>/tokenizer-bpe.json not found" for a --data that is not a folder at all
+    for bad in (work["root"] / "nope", work["corpus"] / "train.txt"):
+        with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --data {bad}: no such folder"):
+            pretrain.main(["--data", str(bad), "--bpe", "--out-dir", str(work["root"] / "ck2"), *TINY])
+
+
+def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(work, tmp_path):
+    # before: only "run data.py --bpe", not that the folder holds the word-level files
+    d = tmp_path / "wordonly"
+    d.mkdir()
+    for name in ("tokenizer-word.json", "train-word.bin", "valid-word.bin"):
+        (d / name).write_bytes((work["corpus"] / name).read_bytes())
+    with pytest.raises(SystemExit, match=r"tokenizer-bpe.json not found, but .* holds the word token files: drop --bpe"):
+        pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY])
+
+
+def test_pretrain_errors_carry_the_tool_name(work):
+    # before: "error: ..." without the tool's name
+    with pytest.raises(SystemExit, match=r"^pretrain.py: error: .*already exists"):
+        pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(work["root"] / "ck"), *TINY])
+
+
+def test_pretrain_kill9_leftovers_removed_and_run_resumes(work, tmp_path):
+    # a kill -9 during save_checkpoint leaves "ckpt.pt.XXXX.tmp" beside the last whole ckpt.pt
+    out = tmp_path / "ck"
+    pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
+    run_dir = out / "pretrain-bpe"
+    stale = run_dir / "ckpt.pt.abcd1234.tmp"
+    stale.write_bytes(b"PK\x03\x04 half a checkpoint")
+    assert read_checkpoint(run_dir / "ckpt.pt")["step"] == 2  # the last good checkpoint is readable
+    m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY,
+                       "--max-steps", "4", "--resume"])
+    assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["step"] == 4
+    assert not stale.exists()  # before: left behind for ever
+
+
+def test_pretrain_resume_from_truncated_checkpoint_keeps_it(work, tmp_path):
+    out = tmp_path / "ck"
+    pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
+    ck = out / "pretrain-bpe" / "ckpt.pt"
+    raw = ck.read_bytes()
+    ck.write_bytes(raw[: len(raw) // 3])
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --resume: {ck}: cannot read checkpoint"):
+        pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--resume"])
+    assert ck.stat().st_size == len(raw) // 3 and (out / "pretrain-bpe" / "best.pt").is_file()
+
+
+# ----------------------------------------------------------------------------- sample.py / bits.py
+@pytest.mark.parametrize("flag,value", [("--temperature", "nan"), ("--temperature", "inf"),
+                                        ("--seed", str(2**70)), ("--device", "banana")])
+def test_sample_bad_flags(work, capsys, flag, value):
+    # before: tracebacks (multinomial on nan probabilities; seed overflow); for --device a misleading
+    # "cannot read checkpoint (corrupt or truncated file?)"
+    assert sample.main([str(work["ckpt"]), flag, value, "--max-new-tokens", "2", "--seed", "1"]
+                       if flag != "--seed" else [str(work["ckpt"]), flag, value, "--max-new-tokens", "2"]) == 2
+    msg = one_error_line(capsys.readouterr().err, "sample.py")
+    assert flag in msg and "corrupt" not in msg
+
+
+def test_bits_bad_device(work, capsys):
+    # before: a RuntimeError traceback from model.to("banana")
+    assert bits.main([str(work["ckpt"]), "--device", "banana", "--no-progress"]) == 2
+    assert "--device 'banana'" in one_error_line(capsys.readouterr().err, "bits.py")
+
+
+def test_bits_same_checkpoint_twice_is_measured_once(work, capsys):
+    # before: AttributeError: 'NoneType' object has no attribute 'to'
+    alias = work["ckpt"].parent / ".." / work["ckpt"].parent.name / "ckpt.pt"
+    assert bits.main([str(work["ckpt"]), str(alias), "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["results"]) == 1 and out["results"][0]["bits_per_character"] > 0
+
+
+@pytest.mark.parametrize("tool", [bits, sample])
+def test_text_file_given_as_checkpoint(work, capsys, tool):
+    # before: "cannot read checkpoint (corrupt or truncated file?): UnpicklingError: Weights only load
+    # failed ... Re-running torch.load with weights_only set to False" (advice not to follow)
+    assert tool.main([str(work["src"])]) == 2
+    msg = one_error_line(capsys.readouterr().err, Path(tool.__file__).name)
+    assert str(work["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg
+
+
+# ------------------------------------------------------------------------------------------ Python API
+def test_load_checkpoint_on_a_text_file(work):
+    with pytest.raises(CheckpointError, match=r"not a checkpoint file"):
+        load_checkpoint(work["src"])
+
+
+def test_tokenizer_load_on_a_folder(work):
+    # before: IsADirectoryError "[Errno 21] Is a directory"
+    with pytest.raises(IsADirectoryError, match=rf"^{work['root']}: is a folder, not a tokenizer file"):
+        load(work["root"])
+
+
+@pytest.mark.parametrize("vocab_size,exc,words", [(300.5, TypeError, "vocab_size must be an integer"),
+                                                  ("300", TypeError, "vocab_size must be an integer"),
+                                                  (10**30, ValueError, "too large"),
+                                                  ((1 << 26) + 1, ValueError, "too large")])
+def test_bpe_train_vocab_size_type_and_range(vocab_size, exc, words):
+    # before: pybind11 "incompatible function arguments" TypeError that quoted all the training text
+    with pytest.raises(exc, match=words) as e:
+        BPETokenizer.train("hello world " * 100, vocab_size)
+    assert len(str(e.value)) < 200
+
+
+def test_bpe_train_largest_vocab_size_is_accepted():
+    tok = BPETokenizer.train("hello world", 1 << 26)  # ends early: few distinct pairs
+    assert tok.decode(tok.encode("hello world")) == "hello world"
+
+
+def test_word_train_vocab_size_must_be_an_integer():
+    # before: "slice indices must be integers or None or have an __index__ method"
+    with pytest.raises(TypeError, match=r"vocab_size must be an integer, got 10.5"):
+        WordTokenizer.train(["hello world"], 10.5)
+    assert WordTokenizer.train(["hello world"], np.int64(10)).vocab_size == 5
+
+
+@pytest.mark.parametrize("bad", [1.5, 2.0, "3", True])
+def test_word_decode_rejects_non_integer_ids(bad):
+    # before: decode([1.5]) returned "<unk>" (int(1.5) == 1), where BPE raises ValueError
+    tok = WordTokenizer.train(["hello world"], 10)
+    with pytest.raises(ValueError, match="token id must be an integer"):
+        tok.decode([bad])
+    with pytest.raises(ValueError, match="token id must be an integer"):
+        tok.id_to_token(bad)
+    assert tok.decode(np.array([3, 4])) == tok.decode([3, 4])
+
+
+def test_resolve_device():
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") in ("cpu", "cuda", "mps")
+    with pytest.raises(ValueError, match=r"--device 'banana': not a device name"):
+        resolve_device("banana")
+    with pytest.raises(ValueError, match=r"--device 'meta': unsupported device type"):
+        resolve_device("meta")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"--device 'cuda': CUDA is not available"):
+            resolve_device("cuda")
