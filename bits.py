@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bits.py: error: {msg}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\nbits.py: interrupted", file=sys.stderr)
+        return 130
 
     if args.json:
         print(json.dumps({"text": source, "characters": n_chars, "documents": len(docs), "device": device,

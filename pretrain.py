@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
     for name, low in (("minutes", 0.0), ("batch_size", 1), ("eval_interval", 1), ("eval_windows", 1),
-                      ("block_size", 1), ("lr", 0.0), ("min_lr", 0.0), ("warmup_steps", 0), ("grad_clip", 0.0),
+                      ("block_size", 1), ("lr", 0.0), ("min_lr", 0.0), ("warmup_steps", 0), ("grad_clip", 0.0), ("weight_decay", 0.0),
                       ("max_steps", 0), ("threads", 1)):
         value = getattr(args, name)
         if value is not None and value < low:
@@ -305,6 +305,13 @@ def main(argv: list[str] | None = None) -> dict:
 
     run_dir = Path(args.out_dir) / run_name_for(args)
     ckpt_path, best_path, metrics_path = run_dir / "ckpt.pt", run_dir / "best.pt", run_dir / "metrics.json"
+    existing = run_dir
+    while not existing.exists() and existing != existing.parent:  # the folder the run folder will be made in
+        existing = existing.parent
+    if not existing.is_dir():
+        raise SystemExit(f"pretrain.py: error: --out-dir {args.out_dir}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise SystemExit(f"pretrain.py: error: --out-dir {args.out_dir}: cannot write in {existing}")
     resumed = None
     if args.resume:
         if args.force:
@@ -344,6 +351,10 @@ def main(argv: list[str] | None = None) -> dict:
         torch.cuda.set_device(device)
     max_threads = max(1, usable_cores() // max(1, local_world))
     threads = args.threads or max_threads
+    if threads > usable_cores():  # far too many OpenMP threads crash the process (a segfault, no message)
+        log(f"warning: --threads {threads} is more than the {usable_cores()} cores this process may use; "
+            f"using {usable_cores()}")
+        threads = usable_cores()
     torch.set_num_threads(threads)
     dtype = pick_dtype(args.dtype, device)
     if dtype == torch.float32:

@@ -178,6 +178,42 @@ def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(work, tmp_pa
         pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY])
 
 
+@pytest.mark.parametrize("sub", ["", "a/b"])
+def test_pretrain_out_dir_under_a_file(work, sub):
+    # before: NotADirectoryError traceback from mkdir, after the data was loaded and the model built
+    bad = work["src"] / sub if sub else work["src"]
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --out-dir {bad}: {work['src']} is a file"):
+        pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(bad), *TINY, "--max-steps", "1"])
+
+
+def test_pretrain_negative_weight_decay(work, capsys):
+    # before: accepted (AdamW with weight decay -1 pushes the weights away from zero)
+    with pytest.raises(SystemExit):
+        run_pretrain(work, "--bpe", "--weight-decay", "-1", "--max-steps", "1")
+    assert "--weight-decay must be >= 0" in one_error_line(capsys.readouterr().err, "pretrain.py")
+
+
+def test_pretrain_too_many_threads_are_capped(work, tmp_path, capsys):
+    # before: --threads 100000 killed the process with a segfault (OpenMP could not start the threads)
+    m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(tmp_path), *TINY,
+                       "--max-steps", "1", "--threads", "100000"])
+    assert m["steps"] == 1
+    assert "--threads 100000 is more than the" in capsys.readouterr().out
+    assert torch.get_num_threads() == pretrain.usable_cores()
+    torch.set_num_threads(1)
+
+
+def test_bits_ctrl_c(work, capsys, monkeypatch):
+    # before: a KeyboardInterrupt traceback
+    def boom(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("storygpt.evaluate.evaluate_bits", boom)
+    assert bits.main([str(work["ckpt"]), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "bits.py: interrupted" in err
+
+
 def test_pretrain_errors_carry_the_tool_name(work):
     # before: "error: ..." without the tool's name
     with pytest.raises(SystemExit, match=r"^pretrain.py: error: .*already exists"):
