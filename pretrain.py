@@ -254,6 +254,14 @@ def load_data(data_dir: Path, kind: str, block_size: int, log):
         valid = read_tokens(data_dir / f"valid-{kind}.bin", tokenizer)
     except (OSError, ValueError) as e:
         raise SystemExit(f"pretrain.py: error: {e}") from e
+    for split, tokens in (("train", train), ("valid", valid)):  # a corrupt body would crash the embedding
+        if len(tokens) and int(tokens.max()) >= tokenizer.vocab_size:
+            pos = int(np.argmax(tokens >= tokenizer.vocab_size))
+            raise SystemExit(
+                f"pretrain.py: error: {data_dir / f'{split}-{kind}.bin'}: token id {int(tokens[pos])} at position "
+                f"{pos:,} is outside the vocabulary (vocab_size {tokenizer.vocab_size}); the file is corrupt, "
+                f"run data.py again"
+            )
     if len(train) < block_size + 1:
         raise SystemExit(
             f"pretrain.py: error: {data_dir / f'train-{kind}.bin'} has {len(train)} tokens, fewer than one training window "
@@ -326,6 +334,15 @@ def main(argv: list[str] | None = None) -> dict:
         if missing:
             raise SystemExit(f"pretrain.py: error: --resume: {ckpt_path} lacks the training state {missing}")
         saved = dict(resumed["args"])
+        moved_data = None  # the corpus folder was moved: --data names its new place (the fingerprint is checked)
+        if not Path(resumed["data_dir"]).is_dir():
+            if "data" not in explicit:
+                raise SystemExit(
+                    f"pretrain.py: error: --resume: the corpus folder {resumed['data_dir']} that {ckpt_path} was "
+                    "trained on is gone; pass --data with its new place"
+                )
+            moved_data = args.data
+            explicit = explicit - {"data"}
         ignored = sorted(k for k in explicit - RESUME_OVERRIDABLE if k in saved and saved[k] != getattr(args, k))
         if ignored:
             log(f"warning: --resume keeps the run's own {', '.join('--' + k.replace('_', '-') for k in ignored)}")
@@ -333,7 +350,9 @@ def main(argv: list[str] | None = None) -> dict:
             if k not in RESUME_OVERRIDABLE or k not in explicit:
                 if k not in ("out_dir", "run_name", "resume", "force"):
                     setattr(args, k, v)
-        args.data = resumed["data_dir"]
+        args.data = resumed["data_dir"] if moved_data is None else moved_data
+        if moved_data is not None:
+            log(f"note: {resumed['data_dir']} is gone; resuming on --data {moved_data}")
     elif ckpt_path.exists() and not args.force:
         raise SystemExit(
             f"pretrain.py: error: {ckpt_path} already exists; pass --resume to continue that run, --force to start it "

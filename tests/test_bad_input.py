@@ -214,6 +214,39 @@ def test_bits_ctrl_c(work, capsys, monkeypatch):
     assert "Traceback" not in err and "bits.py: interrupted" in err
 
 
+def test_pretrain_token_file_with_ids_outside_the_vocabulary(work, tmp_path):
+    # before: "IndexError: index out of range in self" from the embedding, mid-training
+    d = tmp_path / "corrupt"
+    d.mkdir()
+    for name in ("tokenizer-bpe.json", "train-bpe.bin", "valid-bpe.bin"):
+        (d / name).write_bytes((work["corpus"] / name).read_bytes())
+    raw = bytearray((d / "train-bpe.bin").read_bytes())
+    raw[-20:] = b"\xff" * 20  # uint16 ids 65535 at the last 10 positions
+    (d / "train-bpe.bin").write_bytes(bytes(raw))
+    n = (len(raw) - 64) // 2
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: {d}/train-bpe.bin: token id 65535 at position "
+                                         rf"{n - 10:,} is outside the vocabulary \(vocab_size 300\)"):
+        pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY, "--max-steps", "1"])
+
+
+def test_pretrain_resume_after_the_corpus_folder_moved(work, tmp_path):
+    # before: "--data <old place>: no such folder" even with --data naming the new place: the run was stuck
+    old, new = tmp_path / "old" / "tiny", tmp_path / "new" / "tiny"
+    old.mkdir(parents=True)
+    for name in ("tokenizer-bpe.json", "train-bpe.bin", "valid-bpe.bin"):
+        (old / name).write_bytes((work["corpus"] / name).read_bytes())
+    out = tmp_path / "ck"
+    pretrain.main(["--data", str(old), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
+    new.parent.mkdir()
+    old.rename(new)
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; "
+                                         "pass --data"):
+        pretrain.main(["--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
+    m = pretrain.main(["--data", str(new), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
+    assert m["steps"] == 4
+    assert read_checkpoint(out / "pretrain-bpe" / "ckpt.pt")["data_dir"] == str(new.resolve())
+
+
 def test_pretrain_errors_carry_the_tool_name(work):
     # before: "error: ..." without the tool's name
     with pytest.raises(SystemExit, match=r"^pretrain.py: error: .*already exists"):
