@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
         if args.chars < 0:
             raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
+        if args.text and Path(args.text).is_dir():
+            raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
         import torch

@@ -369,3 +369,19 @@ def test_resolve_device():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match=r"--device 'cuda': CUDA is not available"):
             resolve_device("cuda")
+
+
+@pytest.mark.parametrize("kind", ["bpe", "word"])
+@pytest.mark.parametrize("bad", [b"abc", None, 5])
+def test_encode_non_text_is_a_type_error(work, kind, bad):
+    # before: AttributeError: 'bytes' object has no attribute 'encode'
+    tok = load(work["corpus"] / f"tokenizer-{kind}.json")
+    for call in (tok.encode, tok.encode_ordinary, lambda x: tok.encode_batch(["ok", x])):
+        with pytest.raises(TypeError, match=rf"text must be a str, got {type(bad).__name__}"):
+            call(bad)
+
+
+def test_bits_text_is_a_folder(work, capsys):
+    # before: "--text file not found" for a folder that exists
+    assert bits.main([str(work["ckpt"]), "--text", str(work["root"]), "--no-progress"]) == 2
+    assert "is a folder" in one_error_line(capsys.readouterr().err, "bits.py")

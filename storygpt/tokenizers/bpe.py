@@ -42,7 +42,14 @@ _CUT_RX = regex.compile(r"(?r)[\p{L}\p{N}](?=[ \t\n\r])")
 
 
 def _clean_text(text: str) -> str:
-    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8."""
+    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8.
+
+    Raises:
+        TypeError: ``text`` is not a ``str`` (bytes must be decoded first).
+    """
+    if not isinstance(text, str):
+        hint = " (decode it first)" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"text must be a str, got {type(text).__name__}{hint}")
     try:
         text.encode("utf-8")
         return text
