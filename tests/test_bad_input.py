@@ -385,3 +385,15 @@ def test_bits_text_is_a_folder(work, capsys):
     # before: "--text file not found" for a folder that exists
     assert bits.main([str(work["ckpt"]), "--text", str(work["root"]), "--no-progress"]) == 2
     assert "is a folder" in one_error_line(capsys.readouterr().err, "bits.py")
+
+
+@pytest.mark.parametrize("ids", [np.array([1.5, 2.0]), np.array(["a"]), [1.0, 2.0]])
+def test_write_tokens_rejects_non_integer_ids(work, tmp_path, ids):
+    # before: floats were truncated silently (1.5 -> 1); strings gave a numpy UFuncTypeError
+    from storygpt.data import write_tokens
+
+    tok = load(work["corpus"] / "tokenizer-bpe.json")
+    target = tmp_path / "t.bin"
+    with pytest.raises(ValueError, match=rf"^{target}: token ids must be integers"):
+        write_tokens(target, ids, tok)
+    assert list(tmp_path.iterdir()) == []  # no file, no temporary left behind

@@ -85,10 +85,12 @@ class TokenWriter:
         self._closed = False
 
     def write(self, ids) -> None:
-        """Append ids (any integer array-like); raises ValueError if one is out of range."""
+        """Append ids (any integer array-like); ValueError for non-integer ids or one out of range."""
         arr = np.asarray(ids)
         if arr.size == 0:
             return
+        if not np.issubdtype(arr.dtype, np.integer):  # floats would be truncated silently (1.5 -> 1)
+            raise ValueError(f"{self.path}: token ids must be integers, got an array of {arr.dtype}")
         if arr.min() < 0 or arr.max() >= self.vocab_size:
             bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
             raise ValueError(f"{self.path}: token id {bad} is outside the vocabulary (size {self.vocab_size})")
