@@ -397,3 +397,13 @@ def test_write_tokens_rejects_non_integer_ids(work, tmp_path, ids):
     with pytest.raises(ValueError, match=rf"^{target}: token ids must be integers"):
         write_tokens(target, ids, tok)
     assert list(tmp_path.iterdir()) == []  # no file, no temporary left behind
+
+
+@pytest.mark.parametrize("kind", ["bpe", "word"])
+def test_encode_batch_of_a_single_string(work, kind):
+    # before: encode_batch("abc") encoded three one-character texts, silently
+    tok = load(work["corpus"] / f"tokenizer-{kind}.json")
+    for call in (tok.encode_batch, tok.encode_batch_numpy):
+        with pytest.raises(TypeError, match="texts must be a list of str, got a single str"):
+            call("abc")
+    assert tok.encode_batch(["abc"]) == [tok.encode("abc")]

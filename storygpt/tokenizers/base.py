@@ -34,6 +34,12 @@ def as_int(value, what: str, error: type = TypeError) -> int:
         raise error(f"{what} must be an integer, got {value!r} ({type(value).__name__})") from None
 
 
+def check_texts(texts) -> None:
+    """TypeError when a batch of texts is a single ``str``, ``bytes`` or ``None``."""
+    if texts is None or isinstance(texts, (str, bytes, bytearray)):
+        raise TypeError(f"texts must be a list of str, got a single {type(texts).__name__} (wrap it in a list)")
+
+
 class Tokenizer(ABC):
     """Abstract tokenizer: text <-> lists of integer token ids.
 
@@ -62,7 +68,12 @@ class Tokenizer(ABC):
         return self.encode(text, allowed_special=set())
 
     def encode_batch(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all") -> list[list[int]]:
-        """Encode several texts; returns one id list per text (same order)."""
+        """Encode several texts; returns one id list per text (same order).
+
+        Raises:
+            TypeError: ``texts`` is a single ``str`` (each character would become a text).
+        """
+        check_texts(texts)
         return [self.encode(t, allowed_special=allowed_special) for t in texts]
 
     def encode_batch_numpy(

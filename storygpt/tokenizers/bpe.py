@@ -28,7 +28,7 @@ import regex
 
 from . import bpe_reference
 from . import io as _io
-from .base import EOT, Tokenizer, as_int
+from .base import EOT, Tokenizer, as_int, check_texts
 
 #: The largest vocabulary: the C++ encoder takes token ids in [0, 2**26).
 MAX_VOCAB_SIZE = 1 << 26
@@ -621,6 +621,7 @@ class BPETokenizer(Tokenizer):
             ``(ids, offsets)``: uint32 ids of all texts concatenated, int64
             offsets of shape ``(len(texts) + 1,)``.
         """
+        check_texts(texts)
         rx, _ = self._resolve_allowed(allowed_special)
         split = [self._split(_clean_text(t), rx) for t in texts]
         plain = [p.encode("utf-8") for parts in split for p in parts if isinstance(p, str)]
