@@ -171,6 +171,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
 
     Raises:
         FileNotFoundError: no such file.
+        ValueError: an unknown or unavailable ``device`` ("auto" picks the best one).
         CheckpointError (ValueError): corrupt/truncated file, missing key, a bad
             config, weights that do not fit the config, or a tokenizer whose
             vocab_size differs from the model's.  Messages name the file.
@@ -178,6 +179,10 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
     from .model import GPT, GPTConfig
 
     path = Path(path)
+    if isinstance(device, str):  # a bad name would otherwise be reported as a corrupt checkpoint
+        from .evaluate import resolve_device
+
+        device = resolve_device(device, flag="device")
     ckpt = read_checkpoint(path, map_location=device)
     try:
         config = GPTConfig.from_dict(dict(ckpt["config"]))

@@ -407,3 +407,12 @@ def test_encode_batch_of_a_single_string(work, kind):
         with pytest.raises(TypeError, match="texts must be a list of str, got a single str"):
             call("abc")
     assert tok.encode_batch(["abc"]) == [tok.encode("abc")]
+
+
+def test_load_checkpoint_bad_device_is_not_blamed_on_the_file(work):
+    # before: CheckpointError "cannot read checkpoint (corrupt or truncated file?)" for device="banana"
+    with pytest.raises(ValueError, match=r"^device 'banana': not a device name") as e:
+        load_checkpoint(work["ckpt"], device="banana")
+    assert not isinstance(e.value, CheckpointError)
+    model, tok, _ = load_checkpoint(work["ckpt"], device="cpu")
+    assert next(model.parameters()).device.type == "cpu" and tok.kind == "bpe"
