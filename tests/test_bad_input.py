@@ -416,3 +416,11 @@ def test_load_checkpoint_bad_device_is_not_blamed_on_the_file(work):
     assert not isinstance(e.value, CheckpointError)
     model, tok, _ = load_checkpoint(work["ckpt"], device="cpu")
     assert next(model.parameters()).device.type == "cpu" and tok.kind == "bpe"
+
+
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), -1.0])
+def test_model_stream_temperature(work, temperature):
+    # before: nan / inf reached torch.multinomial: "probability tensor contains either inf, nan or element < 0"
+    model, _, _ = load_checkpoint(work["ckpt"])
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        list(model.stream(torch.zeros(1, 2, dtype=torch.long), 2, temperature=temperature))
