@@ -128,6 +128,20 @@ def test_data_ctrl_c_exits_130_without_traceback_or_half_files(work, capsys, mon
     assert names == ["tokenizer-word.json", "train.txt", "valid.txt"]  # complete files only, no *.tmp
 
 
+def test_data_refuses_a_new_split_under_the_other_kinds_token_files(work, tmp_path, capsys):
+    # before: `data.py --bpe` then `data.py --valid-fraction 0.3` rewrote train.txt/valid.txt silently, so the
+    # bpe token files encoded other documents than valid.txt held (bits.py measured them on training text)
+    out = ["--train-file", str(work["src"]), "--out", str(tmp_path), "--quiet", "--threads", "1"]
+    assert data_cli.main([*out, "--bpe", "--vocab-size", "280"]) == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()}
+    assert data_cli.main([*out, "--vocab-size", "50", "--valid-fraction", "0.3"]) == 1
+    msg = one_error_line(capsys.readouterr().err, "data.py")
+    assert "train.txt: this run splits the corpus differently" in msg and "train-bpe.bin" in msg
+    assert {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()} == before  # nothing touched
+    assert data_cli.main([*out, "--vocab-size", "50"]) == 0  # the same split: fine
+    assert data_cli.main([*out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3"]) == 1
+
+
 # -------------------------------------------------------------------------------------- pretrain.py
 def run_pretrain(work, *extra):
     return pretrain.main(["--data", str(work["corpus"]), "--out-dir", str(work["root"] / "ck2"), *TINY, *extra])
