@@ -438,3 +438,52 @@ def test_model_stream_temperature(work, temperature):
     model, _, _ = load_checkpoint(work["ckpt"])
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
         list(model.stream(torch.zeros(1, 2, dtype=torch.long), 2, temperature=temperature))
+
+
+# ---------------------------------------------------------------- checks that already held (kept as regressions)
+def test_overlapping_special_tokens_longest_match_both_backends():
+    text = "hello <|a|> world <|a"
+    toks = [BPETokenizer.train(text, 300, special_tokens=["<|a", "<|a|>"], backend=b) for b in ("cpp", "reference")]
+    for tok in toks:
+        a, ab = tok.encode("<|a"), tok.encode("<|a|>")
+        assert len(a) == len(ab) == 1 and a != ab
+        assert tok.encode("x<|a|>y<|a") == [tok.encode("x")[0], ab[0], tok.encode("y")[0], a[0]]
+    assert toks[0].to_dict() == toks[1].to_dict()
+
+
+@pytest.mark.parametrize("specials,words", [([""], "non-empty"), (["<|a|>", "<|a|>"], "given twice")])
+def test_bad_special_tokens(specials, words):
+    with pytest.raises(ValueError, match=words):
+        BPETokenizer.train("hello world", 300, special_tokens=specials)
+
+
+def test_read_tokens_with_the_other_kinds_tokenizer(work):
+    from storygpt.data import read_tokens
+
+    word = load(work["corpus"] / "tokenizer-word.json")
+    with pytest.raises(ValueError, match=rf"^{work['corpus']}/train-bpe.bin: written by another tokenizer"):
+        read_tokens(work["corpus"] / "train-bpe.bin", word)
+
+
+def test_cpp_train_missing_file_names_it(tmp_path):
+    from storygpt import _bpe
+
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        _bpe.train(files=[str(tmp_path / "nope.txt")], vocab_size=300)
+    with pytest.raises(FileNotFoundError, match=r"training file not found: .*nope.txt"):
+        BPETokenizer.train([tmp_path / "nope.txt"], 300)
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda d: d["merges"][0].__setitem__(2, 5), r"merge 0: token 5 = b'\\x05' is not"),  # new id = a byte's id
+    (lambda d: d["merges"][1].__setitem__(2, d["merges"][0][2]), "merge 1: token"),      # two merges, one id
+    (lambda d: d["merges"].__setitem__(0, [297, 296, 256]), "merge 0"),                  # refers to later ids
+])
+def test_tokenizer_file_with_malformed_merges(work, tmp_path, edit, words):
+    # the C++ Encoder itself accepts the first two (reported); the Python layer checks every merge's bytes
+    d = json.loads((work["corpus"] / "tokenizer-bpe.json").read_text(encoding="utf-8"))
+    edit(d)
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{f}: malformed bpe tokenizer: {words}"):
+        load(f)
