@@ -487,3 +487,22 @@ def test_tokenizer_file_with_malformed_merges(work, tmp_path, edit, words):
     f.write_text(json.dumps(d), encoding="utf-8")
     with pytest.raises(ValueError, match=rf"^{f}: malformed bpe tokenizer: {words}"):
         load(f)
+
+
+def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(work, tmp_path, monkeypatch):
+    # before: os.replace failed inside close() and the "NAME.XXXX.tmp" file stayed beside the destination
+    from storygpt.data import binfile, write_tokens
+
+    tok = load(work["corpus"] / "tokenizer-bpe.json")
+    target = tmp_path / "sub"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError, match=rf"^{target}: is a folder"):
+        write_tokens(target, np.array([1, 2]), tok)
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(binfile.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_tokens(tmp_path / "t.bin", np.array([1, 2]), tok)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]

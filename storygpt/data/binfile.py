@@ -67,6 +67,8 @@ class TokenWriter:
 
     def __init__(self, path: str | os.PathLike, tokenizer: Any, vocab_size: int | None = None):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise IsADirectoryError(f"{self.path}: is a folder; give the token file's path")
         if vocab_size is None:
             vocab_size = getattr(tokenizer, "vocab_size", None)
         if vocab_size is None:
@@ -101,12 +103,16 @@ class TokenWriter:
         """Write the header, flush to disk and rename into place."""
         if self._closed:
             return
-        self._f.seek(0)
-        self._f.write(_HEADER.pack(MAGIC, VERSION, self.dtype.itemsize, self.count, self.fingerprint, b"\0" * 8))
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-        os.replace(self._tmp, self.path)
+        try:
+            self._f.seek(0)
+            self._f.write(_HEADER.pack(MAGIC, VERSION, self.dtype.itemsize, self.count, self.fingerprint, b"\0" * 8))
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            os.replace(self._tmp, self.path)
+        except BaseException:  # e.g. the destination is a folder, or the disk is full: keep no temporary file
+            self.abort()
+            raise
         self._closed = True
 
     def abort(self) -> None:
