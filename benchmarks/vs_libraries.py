@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/vs_libraries.py FILE [--task train|encode|all] [--vocab-sizes 8192 32768]
                                            [--threads 1 2] [--repeats 3] [--pattern gpt2]
+                                           [--inputs long spaces letters noline batch] [--libraries rustbpe hf storygpt-np]
 
 Every measurement runs in a fresh subprocess (so peak memory is that run's
 own), after the text is already in memory; times are the median of
@@ -154,14 +155,24 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str) ->
     else:  # synthetic long runs
         inputs = [{"spaces": " " * 100_000, "letters": "a" * 100_000, "noline": ("x" * 7 + ".") * 131_072}[mode]]
     base = _peak_mb()
-    if lib == "storygpt":
+    if lib in ("storygpt", "storygpt-np"):
         from storygpt.tokenizers import BPETokenizer
 
-        tok = BPETokenizer.from_tiktoken("gpt2")
-        if len(inputs) == 1:
-            fn = lambda: [tok.encode_ordinary(inputs[0])]
-        else:
-            fn = lambda: tok.encode_batch(inputs, num_threads=threads)
+        # A fresh tokenizer (empty chunk cache) for every run: no run profits
+        # from the cache an earlier run filled.
+        fresh = [BPETokenizer.from_tiktoken("gpt2") for _ in range(repeats)]
+
+        def fn():
+            tok = fresh.pop()
+            if lib == "storygpt":  # lists of Python ints, as tiktoken returns
+                if len(inputs) == 1:
+                    return [tok.encode_ordinary(inputs[0])]
+                return tok.encode_batch(inputs, num_threads=threads)
+            # numpy out (what data.py uses): no Python int per token
+            if len(inputs) == 1:
+                return [tok._encoder.encode(inputs[0].encode("utf-8"))]
+            ids, offsets = tok.encode_batch_numpy(inputs, num_threads=threads)
+            return [ids[offsets[i] : offsets[i + 1]] for i in range(len(inputs))]
     elif lib == "tiktoken":
         enc = _gpt2_from_cache()
         if len(inputs) == 1:
@@ -222,7 +233,8 @@ def _installed(mod: str) -> bool:
 
 
 def bench_train(args) -> list[str]:
-    libs = ["storygpt"] + [lib for lib, mod in (("rustbpe", "rustbpe"), ("hf", "tokenizers")) if _installed(mod)]
+    libs = ["storygpt"] + [lib for lib, mod in (("rustbpe", "rustbpe"), ("hf", "tokenizers"))
+                           if _installed(mod) and lib in args.libraries]
     rows = []
     for vocab_size in args.vocab_sizes:
         for threads in args.threads:
@@ -258,9 +270,11 @@ def bench_train(args) -> list[str]:
 
 
 def bench_encode(args) -> list[str]:
-    libs = ["storygpt", "tiktoken"] + (["hf"] if _installed("tokenizers") else [])
+    libs = ["storygpt", "storygpt-np", "tiktoken"] + (["hf"] if _installed("tokenizers") else [])
+    libs = [lib for lib in libs if lib in ("storygpt", "tiktoken") or lib in args.libraries]
     rows = []
-    cases = [("long", 1), ("spaces", 1), ("letters", 1), ("noline", 1)] + [("batch", t) for t in args.threads]
+    cases = [(m, 1) for m in ("long", "spaces", "letters", "noline") if m in args.inputs]
+    cases += [("batch", t) for t in args.threads if "batch" in args.inputs]
     for mode, threads in cases:
         results = {}
         for lib in libs:
@@ -296,6 +310,16 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement; the median is printed")
     p.add_argument("--pattern", default="gpt2", choices=["simple", "gpt2", "gpt4"],
                    help="pre-tokenization pattern for training (all libraries use the same regex)")
+    p.add_argument("--inputs", nargs="+", default=["long", "spaces", "letters", "noline", "batch"],
+                   choices=["long", "spaces", "letters", "noline", "batch"],
+                   help="encoding inputs: long = the whole file as one text, spaces = 100,000 spaces, "
+                        "letters = 100,000 'a', noline = a 1 MiB line without spaces, batch = the "
+                        "documents as a batch (once per --threads value)")
+    p.add_argument("--libraries", nargs="+", default=["rustbpe", "hf", "storygpt-np"],
+                   choices=["rustbpe", "hf", "storygpt-np"],
+                   help="optional rows besides storygpt (and tiktoken, the encoding reference): "
+                        "rustbpe and hf (Hugging Face tokenizers) when installed, storygpt-np = "
+                        "storygpt with numpy output")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:

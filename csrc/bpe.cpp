@@ -827,15 +827,24 @@ void Encoder::encode_small(const unsigned char* p, size_t n, std::vector<uint32_
     out.insert(out.end(), sym, sym + m);
 }
 
-// Long chunks: doubly linked list over the symbols and a min-heap of
-// (rank, position) over mergeable adjacent pairs; stale heap entries are
-// recognised by re-checking the pair at that position.  O(n log n).
+// Long chunks: doubly linked list over the symbols and a priority queue of
+// rank << 32 | position over mergeable adjacent pairs; stale entries are
+// recognised by re-checking the pair at that position.  The queue is a set
+// of sorted runs with a min-heap over the runs' heads, plus an unsorted
+// buffer of new entries (with its minimum): the pairs of the input are sorted
+// once into the first run, and the buffer becomes a new sorted run only when
+// its minimum is the next key to pop.  Merges that make pairs of higher rank
+// than everything pending (the usual case: a run of equal bytes merges level
+// by level) thus cost a sort instead of heap operations; in the worst case
+// every run holds one entry and this is a binary heap.  O(n log n).
 void Encoder::encode_large(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
     constexpr uint32_t kNone = UINT32_MAX;
+    constexpr uint64_t kRankMask = 0xFFFFFFFF00000000ULL;
     if (n >= kNone) throw std::length_error("a pre-tokenization chunk of 4 GiB or more cannot be encoded");
     std::vector<uint32_t> sym(n), nxt(n), prv(n);
     std::vector<uint8_t> dead(n, 0);
-    std::vector<uint64_t> heap;
+    std::vector<uint64_t> store;  // the sorted runs, back to back
+    store.reserve(n);
     for (size_t i = 0; i < n; ++i) {
         sym[i] = byte_ids_[p[i]];
         nxt[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kNone;
@@ -843,37 +852,83 @@ void Encoder::encode_large(const unsigned char* p, size_t n, std::vector<uint32_
     }
     for (size_t i = 0; i + 1 < n; ++i) {
         uint64_t v = lookup(sym[i], sym[i + 1]);
-        if (v != kNoMerge) heap.push_back((v & 0xFFFFFFFF00000000ULL) | i);
+        if (v != kNoMerge) store.push_back((v & kRankMask) | i);
     }
-    std::greater<uint64_t> gt;
-    std::make_heap(heap.begin(), heap.end(), gt);
-    while (!heap.empty()) {
-        std::pop_heap(heap.begin(), heap.end(), gt);
-        uint64_t e = heap.back();
-        heap.pop_back();
-        uint32_t pos = static_cast<uint32_t>(e);
+    if (!std::is_sorted(store.begin(), store.end())) std::sort(store.begin(), store.end());
+
+    struct Run {
+        uint64_t head;     // store[cur]
+        size_t cur, end;   // remaining entries store[cur, end)
+    };
+    std::vector<Run> runs;  // min-heap by head
+    auto sift_down = [&runs](size_t i) {
+        const size_t m = runs.size();
+        Run x = runs[i];
+        for (;;) {
+            size_t c = 2 * i + 1;
+            if (c >= m) break;
+            if (c + 1 < m && runs[c + 1].head < runs[c].head) ++c;
+            if (runs[c].head >= x.head) break;
+            runs[i] = runs[c];
+            i = c;
+        }
+        runs[i] = x;
+    };
+    auto push_run = [&runs](Run r) {
+        size_t i = runs.size();
+        runs.push_back(r);
+        while (i > 0) {
+            size_t parent = (i - 1) / 2;
+            if (runs[parent].head <= r.head) break;
+            runs[i] = runs[parent];
+            i = parent;
+        }
+        runs[i] = r;
+    };
+    if (!store.empty()) runs.push_back(Run{store[0], 0, store.size()});
+    std::vector<uint64_t> pending;
+    uint64_t pending_min = UINT64_MAX;
+    auto add = [&](uint64_t key) {
+        pending.push_back(key);
+        if (key < pending_min) pending_min = key;
+    };
+    for (;;) {
+        if (!pending.empty() && (runs.empty() || pending_min < runs[0].head)) {
+            if (runs.empty()) store.clear();  // every earlier run is used up
+            std::sort(pending.begin(), pending.end());
+            const size_t b = store.size();
+            store.insert(store.end(), pending.begin(), pending.end());
+            push_run(Run{store[b], b, store.size()});
+            pending.clear();
+            pending_min = UINT64_MAX;
+        }
+        if (runs.empty()) break;
+        const uint64_t e = runs[0].head;
+        if (++runs[0].cur == runs[0].end) {
+            runs[0] = runs.back();
+            runs.pop_back();
+            if (runs.size() > 1) sift_down(0);
+        } else {
+            runs[0].head = store[runs[0].cur];
+            if (runs.size() > 1) sift_down(0);
+        }
+        const uint32_t pos = static_cast<uint32_t>(e);
         if (dead[pos]) continue;
-        uint32_t j = nxt[pos];
+        const uint32_t j = nxt[pos];
         if (j == kNone) continue;
-        uint64_t v = lookup(sym[pos], sym[j]);
+        const uint64_t v = lookup(sym[pos], sym[j]);
         if (v == kNoMerge || (v >> 32) != (e >> 32)) continue;
         sym[pos] = static_cast<uint32_t>(v);
         dead[j] = 1;
         nxt[pos] = nxt[j];
         if (nxt[j] != kNone) prv[nxt[j]] = pos;
         if (prv[pos] != kNone) {
-            uint64_t v2 = lookup(sym[prv[pos]], sym[pos]);
-            if (v2 != kNoMerge) {
-                heap.push_back((v2 & 0xFFFFFFFF00000000ULL) | prv[pos]);
-                std::push_heap(heap.begin(), heap.end(), gt);
-            }
+            const uint64_t v2 = lookup(sym[prv[pos]], sym[pos]);
+            if (v2 != kNoMerge) add((v2 & kRankMask) | prv[pos]);
         }
         if (nxt[pos] != kNone) {
-            uint64_t v3 = lookup(sym[pos], sym[nxt[pos]]);
-            if (v3 != kNoMerge) {
-                heap.push_back((v3 & 0xFFFFFFFF00000000ULL) | pos);
-                std::push_heap(heap.begin(), heap.end(), gt);
-            }
+            const uint64_t v3 = lookup(sym[pos], sym[nxt[pos]]);
+            if (v3 != kNoMerge) add((v3 & kRankMask) | pos);
         }
     }
     for (uint32_t i = 0; i != kNone; i = nxt[i]) out.push_back(sym[i]);
