@@ -21,8 +21,10 @@ import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -153,6 +155,25 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt(enabled: bool = True):
+    """While inside, SIGTERM (kill, timeout, a scheduler's preemption) raises KeyboardInterrupt, so it takes
+    Ctrl-C's path: write a checkpoint, exit 130.  Off for multi-process runs (the ranks would not agree) and
+    outside the main thread (Python delivers signals there only)."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def pick_device(name: str, local_rank: int) -> torch.device:
@@ -579,59 +600,60 @@ def main(argv: list[str] | None = None) -> dict:
             el = float(t.item())
         return el
 
-    try:
-        while True:
-            elapsed = now_elapsed()
-            if step >= max_steps or elapsed >= budget:
-                break
-            progress = max(elapsed / budget if budget > 0 else 1.0,
-                           step / max_steps if max_steps < math.inf else 0.0)
-            lr = lr_at(step, progress, args)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            t0 = time.perf_counter()
-            starts = batch_rng.integers(0, len(train) - args.block_size, size=args.batch_size)
-            x, y = windows_to_batch(train, starts, args.block_size, device)
-            with autocast:
-                _, loss = train_model(x, y)
-            scaler.scale(loss).backward()
-            if args.grad_clip > 0:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
-            loss_value = loss.item()
-            step += 1
-            session_steps += 1
-            tokens_seen += args.batch_size * args.block_size * world
-            session_tokens += args.batch_size * args.block_size * world
-            session_train_time += time.perf_counter() - t0
-            if not math.isfinite(loss_value):
-                raise SystemExit(f"pretrain.py: error: the training loss became {loss_value} at step {step}; try a lower --lr")
-            if master and not bar.disable:
-                el = elapsed_before + time.perf_counter() - t_start
-                tps = session_tokens / session_train_time
-                left = budget - el
-                if max_steps < math.inf:
-                    left = min(left, (max_steps - step) * (time.perf_counter() - t_start) / session_steps)
-                bar.n = min(round(el), round(budget))
-                bar.set_postfix_str(f"step {step} loss {loss_value:.3f} {tps:,.0f} tok/s {max(0, left):.0f}s left",
-                                    refresh=False)
-                bar.update(0)
-            if step % args.eval_interval == 0:
-                el = now_elapsed()
-                is_best = record_eval(el, lr)
-                last_eval_step = step
-                checkpoint(el, is_best)
-                if master:
-                    write_json_atomic(metrics_path, metrics(False, session_tokens, session_train_time))
-    except KeyboardInterrupt:
-        bar.close()
-        if not ddp and step > 0:
-            checkpoint(elapsed_before + time.perf_counter() - t_start, False)
-            log(f"interrupted: checkpoint written at step {step} to {ckpt_path}; continue with --resume")
-        raise SystemExit(130)
+    with sigterm_as_interrupt(enabled=not ddp):  # kill/timeout/preemption: checkpoint like Ctrl-C
+        try:
+            while True:
+                elapsed = now_elapsed()
+                if step >= max_steps or elapsed >= budget:
+                    break
+                progress = max(elapsed / budget if budget > 0 else 1.0,
+                               step / max_steps if max_steps < math.inf else 0.0)
+                lr = lr_at(step, progress, args)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                t0 = time.perf_counter()
+                starts = batch_rng.integers(0, len(train) - args.block_size, size=args.batch_size)
+                x, y = windows_to_batch(train, starts, args.block_size, device)
+                with autocast:
+                    _, loss = train_model(x, y)
+                scaler.scale(loss).backward()
+                if args.grad_clip > 0:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad(set_to_none=True)
+                loss_value = loss.item()
+                step += 1
+                session_steps += 1
+                tokens_seen += args.batch_size * args.block_size * world
+                session_tokens += args.batch_size * args.block_size * world
+                session_train_time += time.perf_counter() - t0
+                if not math.isfinite(loss_value):
+                    raise SystemExit(f"pretrain.py: error: the training loss became {loss_value} at step {step}; try a lower --lr")
+                if master and not bar.disable:
+                    el = elapsed_before + time.perf_counter() - t_start
+                    tps = session_tokens / session_train_time
+                    left = budget - el
+                    if max_steps < math.inf:
+                        left = min(left, (max_steps - step) * (time.perf_counter() - t_start) / session_steps)
+                    bar.n = min(round(el), round(budget))
+                    bar.set_postfix_str(f"step {step} loss {loss_value:.3f} {tps:,.0f} tok/s {max(0, left):.0f}s left",
+                                        refresh=False)
+                    bar.update(0)
+                if step % args.eval_interval == 0:
+                    el = now_elapsed()
+                    is_best = record_eval(el, lr)
+                    last_eval_step = step
+                    checkpoint(el, is_best)
+                    if master:
+                        write_json_atomic(metrics_path, metrics(False, session_tokens, session_train_time))
+        except KeyboardInterrupt:
+            bar.close()
+            if not ddp and step > 0:
+                checkpoint(elapsed_before + time.perf_counter() - t_start, False)
+                log(f"interrupted: checkpoint written at step {step} to {ckpt_path}; continue with --resume")
+            raise SystemExit(130)
     bar.close()
 
     elapsed = now_elapsed()

@@ -281,6 +281,37 @@ def test_pretrain_kill9_leftovers_removed_and_run_resumes(work, tmp_path):
     assert not stale.exists()  # before: left behind for ever
 
 
+def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(work, tmp_path):
+    # before: SIGTERM (kill, timeout, preemption) ended the run at once: the steps since the last evaluation were lost
+    import os
+    import signal
+    import subprocess
+    import time
+
+    out = tmp_path / "ck"
+    ckpt = out / "pretrain-bpe" / "ckpt.pt"
+    cmd = [sys.executable, str(REPO / "pretrain.py"), "--data", str(work["corpus"]), "--bpe", "--out-dir", str(out),
+           *TINY, "--eval-interval", "5", "--minutes", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not ckpt.exists() and proc.poll() is None and time.time() < deadline:  # training has begun
+            time.sleep(0.1)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted: checkpoint written at step" in rest
+    step = read_checkpoint(out / "pretrain-bpe" / "ckpt.pt")["step"]
+    assert step > 0
+    m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY,
+                       "--max-steps", str(step + 1), "--resume"])
+    assert m["steps"] == step + 1
+
+
 def test_pretrain_resume_from_truncated_checkpoint_keeps_it(work, tmp_path):
     out = tmp_path / "ck"
     pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
