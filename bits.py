@@ -166,15 +166,19 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
         if args.chars < 0:
             raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
+        if args.text and Path(args.text).is_dir():
+            raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
         import torch
         from storygpt import load_checkpoint
-        from storygpt.evaluate import best_device, count_characters, evaluate_bits, resolve_checkpoint
+        from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint, resolve_device
 
-        paths = [resolve_checkpoint(p) for p in args.checkpoints]
-
-        device = best_device() if args.device == "auto" else args.device
+        device = resolve_device(args.device)
+        paths = []
+        for p in (resolve_checkpoint(p) for p in args.checkpoints):
+            if all(p.resolve() != q.resolve() for q in paths):  # the same file twice is measured once
+                paths.append(p)
         loaded = {}
         for p in paths:  # on the CPU first: only the model that is being measured goes to the device
             model, tok, ckpt = load_checkpoint(str(p), device="cpu")
@@ -215,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bits.py: error: {msg}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\nbits.py: interrupted", file=sys.stderr)
+        return 130
 
     if args.json:
         print(json.dumps({"text": source, "characters": n_chars, "documents": len(docs), "device": device,

@@ -72,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.vocab_size is not None and args.vocab_size < 1:
         print(f"data.py: error: --vocab-size must be positive, got {args.vocab_size}", file=sys.stderr)
         return 2
+    if args.batch_chars < 1:
+        print(f"data.py: error: --batch-chars must be positive, got {args.batch_chars}", file=sys.stderr)
+        return 2
     kind = "bpe" if args.bpe else "word"
     try:
         corpus = get_corpus(
@@ -83,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:  # FileNotFoundError, NetworkError, bad input
         print(f"data.py: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # every file is written atomically: none is left half-written
+        print("\ndata.py: interrupted; files already written are complete, the one in progress was not kept",
+              file=sys.stderr)
+        return 130
     print(format_report(stats))
     print(f"wrote {os.path.join(args.out, corpus.name)}/: {', '.join(stats['files'])}")
     return 0

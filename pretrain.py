@@ -21,8 +21,10 @@ import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,6 +44,7 @@ from storygpt.checkpoint import (
     tokenizer_from_dict,
 )
 from storygpt.data import read_tokens
+from storygpt.evaluate import resolve_device
 from storygpt.model import GPT, GPTConfig
 
 # flags that may change when a run is resumed; every other flag keeps the run's value
@@ -53,6 +56,7 @@ RESUME_OVERRIDABLE = {
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        prog="pretrain.py",
         description="Pretrain a GPT on token files written by data.py, for a time budget.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         argument_default=argparse.SUPPRESS if suppress_defaults else None,
@@ -136,8 +140,12 @@ def probe_threads(model, data, block_size, batch_size, autocast, candidates) -> 
 
 
 def run_name_for(args) -> str:
-    if args.run_name:
-        return args.run_name
+    if args.run_name is not None:
+        name = args.run_name
+        if not name or name in (".", "..") or "/" in name or os.sep in name:
+            raise SystemExit(f"pretrain.py: error: --run-name {name!r} must be a plain folder name "
+                             "(no path separators; it is created under --out-dir)")
+        return name
     return "pretrain" + ("-rope" if args.rope else "") + ("-bpe" if args.bpe else "")
 
 
@@ -149,9 +157,31 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt(enabled: bool = True):
+    """While inside, SIGTERM (kill, timeout, a scheduler's preemption) raises KeyboardInterrupt, so it takes
+    Ctrl-C's path: write a checkpoint, exit 130.  Off for multi-process runs (the ranks would not agree) and
+    outside the main thread (Python delivers signals there only)."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def pick_device(name: str, local_rank: int) -> torch.device:
     if name != "auto":
-        dev = torch.device(name)
+        try:
+            dev = torch.device(resolve_device(name))
+        except ValueError as e:
+            raise SystemExit(f"pretrain.py: error: {e}") from None
         if dev.type == "cuda" and dev.index is None:
             dev = torch.device("cuda", local_rank)
         return dev
@@ -224,9 +254,19 @@ def windows_to_batch(data: np.ndarray, starts: np.ndarray, window: int, device) 
 def load_data(data_dir: Path, kind: str, block_size: int, log):
     """The tokenizer and (train, valid) memmaps of ``data_dir``; SystemExit with a clear message on problems."""
     tok_path = data_dir / f"tokenizer-{kind}.json"
+    if not data_dir.is_dir():
+        raise SystemExit(f"pretrain.py: error: --data {data_dir}: no such folder (give the corpus folder data.py "
+                         "wrote, e.g. data/shakespeare)")
     if not tok_path.is_file():
+        other = "word" if kind == "bpe" else "bpe"
+        if (data_dir / f"tokenizer-{other}.json").is_file():
+            raise SystemExit(
+                f"pretrain.py: error: {tok_path} not found, but {data_dir} holds the {other} token files: "
+                f"{'drop' if kind == 'bpe' else 'add'} --bpe, or run `python data.py{' --bpe' if kind == 'bpe' else ''}` "
+                f"to write the {kind} ones"
+            )
         raise SystemExit(
-            f"error: {tok_path} not found; run `python data.py{' --bpe' if kind == 'bpe' else ''}` "
+            f"pretrain.py: error: {tok_path} not found; run `python data.py{' --bpe' if kind == 'bpe' else ''}` "
             f"to write the {kind} token files, or point --data at a corpus folder"
         )
     try:
@@ -234,17 +274,25 @@ def load_data(data_dir: Path, kind: str, block_size: int, log):
         train = read_tokens(data_dir / f"train-{kind}.bin", tokenizer)
         valid = read_tokens(data_dir / f"valid-{kind}.bin", tokenizer)
     except (OSError, ValueError) as e:
-        raise SystemExit(f"error: {e}") from e
+        raise SystemExit(f"pretrain.py: error: {e}") from e
+    for split, tokens in (("train", train), ("valid", valid)):  # a corrupt body would crash the embedding
+        if len(tokens) and int(tokens.max()) >= tokenizer.vocab_size:
+            pos = int(np.argmax(tokens >= tokenizer.vocab_size))
+            raise SystemExit(
+                f"pretrain.py: error: {data_dir / f'{split}-{kind}.bin'}: token id {int(tokens[pos])} at position "
+                f"{pos:,} is outside the vocabulary (vocab_size {tokenizer.vocab_size}); the file is corrupt, "
+                f"run data.py again"
+            )
     if len(train) < block_size + 1:
         raise SystemExit(
-            f"error: {data_dir / f'train-{kind}.bin'} has {len(train)} tokens, fewer than one training window "
+            f"pretrain.py: error: {data_dir / f'train-{kind}.bin'} has {len(train)} tokens, fewer than one training window "
             f"(block_size + 1 = {block_size + 1}); use a smaller --block-size"
         )
     eval_window = block_size
     if len(valid) < block_size + 1:
         if len(valid) < 2:
             raise SystemExit(
-                f"error: {data_dir / f'valid-{kind}.bin'} has {len(valid)} tokens; at least 2 are needed "
+                f"pretrain.py: error: {data_dir / f'valid-{kind}.bin'} has {len(valid)} tokens; at least 2 are needed "
                 "for a held-out loss"
             )
         eval_window = len(valid) - 1
@@ -261,11 +309,14 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
     for name, low in (("minutes", 0.0), ("batch_size", 1), ("eval_interval", 1), ("eval_windows", 1),
-                      ("block_size", 1), ("lr", 0.0), ("min_lr", 0.0), ("warmup_steps", 0), ("grad_clip", 0.0),
+                      ("block_size", 1), ("lr", 0.0), ("min_lr", 0.0), ("warmup_steps", 0), ("grad_clip", 0.0), ("weight_decay", 0.0),
                       ("max_steps", 0), ("threads", 1)):
         value = getattr(args, name)
         if value is not None and value < low:
             parser.error(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
+    for name in ("minutes", "lr", "min_lr", "weight_decay", "grad_clip", "dropout", "rope_theta"):
+        if not math.isfinite(getattr(args, name)):
+            parser.error(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
 
     # ---------------------------------------------------------- distributed
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -283,20 +334,36 @@ def main(argv: list[str] | None = None) -> dict:
 
     run_dir = Path(args.out_dir) / run_name_for(args)
     ckpt_path, best_path, metrics_path = run_dir / "ckpt.pt", run_dir / "best.pt", run_dir / "metrics.json"
+    existing = run_dir
+    while not existing.exists() and existing != existing.parent:  # the folder the run folder will be made in
+        existing = existing.parent
+    if not existing.is_dir():
+        raise SystemExit(f"pretrain.py: error: --out-dir {args.out_dir}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise SystemExit(f"pretrain.py: error: --out-dir {args.out_dir}: cannot write in {existing}")
     resumed = None
     if args.resume:
         if args.force:
-            raise SystemExit("error: --resume and --force contradict each other")
+            raise SystemExit("pretrain.py: error: --resume and --force contradict each other")
         try:
             resumed = read_checkpoint(ckpt_path)
         except FileNotFoundError:
-            raise SystemExit(f"error: --resume: no checkpoint at {ckpt_path}")
+            raise SystemExit(f"pretrain.py: error: --resume: no checkpoint at {ckpt_path}")
         except CheckpointError as e:
-            raise SystemExit(f"error: --resume: {e}")
+            raise SystemExit(f"pretrain.py: error: --resume: {e}")
         missing = [k for k in ("optimizer", "step", "rng", "args", "data_dir") if k not in resumed]
         if missing:
-            raise SystemExit(f"error: --resume: {ckpt_path} lacks the training state {missing}")
+            raise SystemExit(f"pretrain.py: error: --resume: {ckpt_path} lacks the training state {missing}")
         saved = dict(resumed["args"])
+        moved_data = None  # the corpus folder was moved: --data names its new place (the fingerprint is checked)
+        if not Path(resumed["data_dir"]).is_dir():
+            if "data" not in explicit:
+                raise SystemExit(
+                    f"pretrain.py: error: --resume: the corpus folder {resumed['data_dir']} that {ckpt_path} was "
+                    "trained on is gone; pass --data with its new place"
+                )
+            moved_data = args.data
+            explicit = explicit - {"data"}
         ignored = sorted(k for k in explicit - RESUME_OVERRIDABLE if k in saved and saved[k] != getattr(args, k))
         if ignored:
             log(f"warning: --resume keeps the run's own {', '.join('--' + k.replace('_', '-') for k in ignored)}")
@@ -304,10 +371,12 @@ def main(argv: list[str] | None = None) -> dict:
             if k not in RESUME_OVERRIDABLE or k not in explicit:
                 if k not in ("out_dir", "run_name", "resume", "force"):
                     setattr(args, k, v)
-        args.data = resumed["data_dir"]
+        args.data = resumed["data_dir"] if moved_data is None else moved_data
+        if moved_data is not None:
+            log(f"note: {resumed['data_dir']} is gone; resuming on --data {moved_data}")
     elif ckpt_path.exists() and not args.force:
         raise SystemExit(
-            f"error: {ckpt_path} already exists; pass --resume to continue that run, --force to start it "
+            f"pretrain.py: error: {ckpt_path} already exists; pass --resume to continue that run, --force to start it "
             f"over (overwriting it), or --run-name for a new run folder"
         )
 
@@ -322,6 +391,10 @@ def main(argv: list[str] | None = None) -> dict:
         torch.cuda.set_device(device)
     max_threads = max(1, usable_cores() // max(1, local_world))
     threads = args.threads or max_threads
+    if threads > usable_cores():  # far too many OpenMP threads crash the process (a segfault, no message)
+        log(f"warning: --threads {threads} is more than the {usable_cores()} cores this process may use; "
+            f"using {usable_cores()}")
+        threads = usable_cores()
     torch.set_num_threads(threads)
     dtype = pick_dtype(args.dtype, device)
     if dtype == torch.float32:
@@ -338,7 +411,7 @@ def main(argv: list[str] | None = None) -> dict:
     tokenizer, train, valid, eval_window = load_data(data_dir, kind, args.block_size, log)
     if resumed is not None and tokenizer.fingerprint() != _fingerprint_of_dict(resumed["tokenizer"]):
         raise SystemExit(
-            f"error: --resume: the tokenizer in {data_dir} is not the one {ckpt_path} was trained with "
+            f"pretrain.py: error: --resume: the tokenizer in {data_dir} is not the one {ckpt_path} was trained with "
             "(the corpus folder was rebuilt?)"
         )
     valid_starts = fixed_windows(len(valid), eval_window, args.eval_windows)
@@ -352,7 +425,7 @@ def main(argv: list[str] | None = None) -> dict:
             rope_theta=args.rope_theta,
         ) if resumed is None else GPTConfig.from_dict(dict(resumed["config"]))
     except ValueError as e:
-        raise SystemExit(f"error: {e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from e
+        raise SystemExit(f"pretrain.py: error: {e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from e
     torch.manual_seed(args.seed)
     model = GPT(config).to(device)
     if resumed is not None:
@@ -409,6 +482,10 @@ def main(argv: list[str] | None = None) -> dict:
     max_steps = args.max_steps if args.max_steps is not None else math.inf
     if master:
         run_dir.mkdir(parents=True, exist_ok=True)
+        # temporary files a killed run (kill -9, power loss) left behind; the files under final names are whole
+        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp"):
+            for stale in run_dir.glob(pattern):
+                stale.unlink(missing_ok=True)
         log(
             f"run {run_dir} | corpus {data_dir.name} ({kind}, vocab {tokenizer.vocab_size}) | "
             f"train {len(train):,} tokens, valid {len(valid):,} | {n_params:,} parameters, "
@@ -523,59 +600,60 @@ def main(argv: list[str] | None = None) -> dict:
             el = float(t.item())
         return el
 
-    try:
-        while True:
-            elapsed = now_elapsed()
-            if step >= max_steps or elapsed >= budget:
-                break
-            progress = max(elapsed / budget if budget > 0 else 1.0,
-                           step / max_steps if max_steps < math.inf else 0.0)
-            lr = lr_at(step, progress, args)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            t0 = time.perf_counter()
-            starts = batch_rng.integers(0, len(train) - args.block_size, size=args.batch_size)
-            x, y = windows_to_batch(train, starts, args.block_size, device)
-            with autocast:
-                _, loss = train_model(x, y)
-            scaler.scale(loss).backward()
-            if args.grad_clip > 0:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
-            loss_value = loss.item()
-            step += 1
-            session_steps += 1
-            tokens_seen += args.batch_size * args.block_size * world
-            session_tokens += args.batch_size * args.block_size * world
-            session_train_time += time.perf_counter() - t0
-            if not math.isfinite(loss_value):
-                raise SystemExit(f"error: the training loss became {loss_value} at step {step}; try a lower --lr")
-            if master and not bar.disable:
-                el = elapsed_before + time.perf_counter() - t_start
-                tps = session_tokens / session_train_time
-                left = budget - el
-                if max_steps < math.inf:
-                    left = min(left, (max_steps - step) * (time.perf_counter() - t_start) / session_steps)
-                bar.n = min(round(el), round(budget))
-                bar.set_postfix_str(f"step {step} loss {loss_value:.3f} {tps:,.0f} tok/s {max(0, left):.0f}s left",
-                                    refresh=False)
-                bar.update(0)
-            if step % args.eval_interval == 0:
-                el = now_elapsed()
-                is_best = record_eval(el, lr)
-                last_eval_step = step
-                checkpoint(el, is_best)
-                if master:
-                    write_json_atomic(metrics_path, metrics(False, session_tokens, session_train_time))
-    except KeyboardInterrupt:
-        bar.close()
-        if not ddp and step > 0:
-            checkpoint(elapsed_before + time.perf_counter() - t_start, False)
-            log(f"interrupted: checkpoint written at step {step} to {ckpt_path}; continue with --resume")
-        raise SystemExit(130)
+    with sigterm_as_interrupt(enabled=not ddp):  # kill/timeout/preemption: checkpoint like Ctrl-C
+        try:
+            while True:
+                elapsed = now_elapsed()
+                if step >= max_steps or elapsed >= budget:
+                    break
+                progress = max(elapsed / budget if budget > 0 else 1.0,
+                               step / max_steps if max_steps < math.inf else 0.0)
+                lr = lr_at(step, progress, args)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                t0 = time.perf_counter()
+                starts = batch_rng.integers(0, len(train) - args.block_size, size=args.batch_size)
+                x, y = windows_to_batch(train, starts, args.block_size, device)
+                with autocast:
+                    _, loss = train_model(x, y)
+                scaler.scale(loss).backward()
+                if args.grad_clip > 0:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad(set_to_none=True)
+                loss_value = loss.item()
+                step += 1
+                session_steps += 1
+                tokens_seen += args.batch_size * args.block_size * world
+                session_tokens += args.batch_size * args.block_size * world
+                session_train_time += time.perf_counter() - t0
+                if not math.isfinite(loss_value):
+                    raise SystemExit(f"pretrain.py: error: the training loss became {loss_value} at step {step}; try a lower --lr")
+                if master and not bar.disable:
+                    el = elapsed_before + time.perf_counter() - t_start
+                    tps = session_tokens / session_train_time
+                    left = budget - el
+                    if max_steps < math.inf:
+                        left = min(left, (max_steps - step) * (time.perf_counter() - t_start) / session_steps)
+                    bar.n = min(round(el), round(budget))
+                    bar.set_postfix_str(f"step {step} loss {loss_value:.3f} {tps:,.0f} tok/s {max(0, left):.0f}s left",
+                                        refresh=False)
+                    bar.update(0)
+                if step % args.eval_interval == 0:
+                    el = now_elapsed()
+                    is_best = record_eval(el, lr)
+                    last_eval_step = step
+                    checkpoint(el, is_best)
+                    if master:
+                        write_json_atomic(metrics_path, metrics(False, session_tokens, session_train_time))
+        except KeyboardInterrupt:
+            bar.close()
+            if not ddp and step > 0:
+                checkpoint(elapsed_before + time.perf_counter() - t_start, False)
+                log(f"interrupted: checkpoint written at step {step} to {ckpt_path}; continue with --resume")
+            raise SystemExit(130)
     bar.close()
 
     elapsed = now_elapsed()

@@ -11,6 +11,7 @@ end-of-text token unless --no-stop is given.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import sys
@@ -179,19 +180,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.max_new_tokens < 0:
             raise ValueError(f"--max-new-tokens must be >= 0, got {args.max_new_tokens}")
-        if args.temperature < 0:
-            raise ValueError(f"--temperature must be >= 0, got {args.temperature}")
+        if not (0 <= args.temperature < math.inf):
+            raise ValueError(f"--temperature must be a finite number >= 0, got {args.temperature}")
         if args.top_k < 0:
             raise ValueError(f"--top-k must be >= 0, got {args.top_k}")
         if args.num_samples < 1:
             raise ValueError(f"--num-samples must be >= 1, got {args.num_samples}")
+        if args.seed is not None and not -(2**63) <= args.seed < 2**64:  # what torch.Generator.manual_seed takes
+            raise ValueError(f"--seed must be in [-2**63, 2**64), got {args.seed}")
         import torch
         from storygpt import load_checkpoint
-        from storygpt.evaluate import best_device, resolve_checkpoint
+        from storygpt.evaluate import resolve_checkpoint, resolve_device
 
         path = resolve_checkpoint(args.checkpoint)
-
-        device = best_device() if args.device == "auto" else args.device
+        device = resolve_device(args.device)
         model, tok, ckpt = load_checkpoint(str(path), device=device)
     except (FileNotFoundError, ValueError) as e:
         print(f"sample.py: error: {e}", file=sys.stderr)

@@ -106,6 +106,12 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    # torch.save writes a zip archive; files from torch < 1.6 start with a pickle protocol marker
+    if not (head.startswith(b"PK") or head.startswith(b"\x80")):
+        raise CheckpointError(f"{path}: not a checkpoint file (a torch.save file starts with a zip or pickle "
+                              f"header; this one starts with {head!r})")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # the unpickler raises many kinds (EOFError, IndexError, UnpicklingError...)
@@ -165,6 +171,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
 
     Raises:
         FileNotFoundError: no such file.
+        ValueError: an unknown or unavailable ``device`` ("auto" picks the best one).
         CheckpointError (ValueError): corrupt/truncated file, missing key, a bad
             config, weights that do not fit the config, or a tokenizer whose
             vocab_size differs from the model's.  Messages name the file.
@@ -172,6 +179,10 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
     from .model import GPT, GPTConfig
 
     path = Path(path)
+    if isinstance(device, str):  # a bad name would otherwise be reported as a corrupt checkpoint
+        from .evaluate import resolve_device
+
+        device = resolve_device(device, flag="device")
     ckpt = read_checkpoint(path, map_location=device)
     try:
         config = GPTConfig.from_dict(dict(ckpt["config"]))

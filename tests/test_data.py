@@ -64,7 +64,7 @@ def test_read_documents_normalises_newlines_and_bom(tmp_path):
 def test_read_documents_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         corpora.read_documents(tmp_path / "nope.txt")
-    with pytest.raises(FileNotFoundError, match="no such file"):
+    with pytest.raises(FileNotFoundError, match="is a folder, not a text file"):
         corpora.read_documents(tmp_path)  # a directory
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")

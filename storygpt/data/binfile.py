@@ -67,6 +67,8 @@ class TokenWriter:
 
     def __init__(self, path: str | os.PathLike, tokenizer: Any, vocab_size: int | None = None):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise IsADirectoryError(f"{self.path}: is a folder; give the token file's path")
         if vocab_size is None:
             vocab_size = getattr(tokenizer, "vocab_size", None)
         if vocab_size is None:
@@ -85,10 +87,12 @@ class TokenWriter:
         self._closed = False
 
     def write(self, ids) -> None:
-        """Append ids (any integer array-like); raises ValueError if one is out of range."""
+        """Append ids (any integer array-like); ValueError for non-integer ids or one out of range."""
         arr = np.asarray(ids)
         if arr.size == 0:
             return
+        if not np.issubdtype(arr.dtype, np.integer):  # floats would be truncated silently (1.5 -> 1)
+            raise ValueError(f"{self.path}: token ids must be integers, got an array of {arr.dtype}")
         if arr.min() < 0 or arr.max() >= self.vocab_size:
             bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
             raise ValueError(f"{self.path}: token id {bad} is outside the vocabulary (size {self.vocab_size})")
@@ -99,12 +103,16 @@ class TokenWriter:
         """Write the header, flush to disk and rename into place."""
         if self._closed:
             return
-        self._f.seek(0)
-        self._f.write(_HEADER.pack(MAGIC, VERSION, self.dtype.itemsize, self.count, self.fingerprint, b"\0" * 8))
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-        os.replace(self._tmp, self.path)
+        try:
+            self._f.seek(0)
+            self._f.write(_HEADER.pack(MAGIC, VERSION, self.dtype.itemsize, self.count, self.fingerprint, b"\0" * 8))
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            os.replace(self._tmp, self.path)
+        except BaseException:  # e.g. the destination is a folder, or the disk is full: keep no temporary file
+            self.abort()
+            raise
         self._closed = True
 
     def abort(self) -> None:

@@ -106,10 +106,12 @@ def read_text(path: str | os.PathLike) -> str:
     """Read a whole UTF-8 text file with normalised newlines.
 
     Raises:
-        FileNotFoundError: no such file (or it is a directory).
+        FileNotFoundError: no such file, or it is a folder (the message says which).
         ValueError: the file is empty, or not UTF-8 (byte offset named).
     """
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"{path}: is a folder, not a text file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     data = path.read_bytes()

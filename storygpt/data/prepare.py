@@ -25,6 +25,7 @@ themselves memory holds only one batch of ids.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -96,7 +97,10 @@ def get_corpus(
             train, valid = docs, corpora.read_documents(valid_file)
             source = f"{train_file} + {valid_file}"
         else:
-            train, valid = corpora.split_documents(docs, valid_fraction)
+            try:
+                train, valid = corpora.split_documents(docs, valid_fraction)
+            except ValueError as e:
+                raise ValueError(f"{train_file}: {e}") from None
             source = f"{train_file} (held out {len(valid)} of {len(docs)} documents)"
             if len(docs) == 1:
                 notes.append("a single document: split at a line boundary into train and valid")
@@ -266,6 +270,35 @@ def demo(tokenizer, text: str) -> dict:
             "decoded": tokenizer.decode(ids)}
 
 
+def _same_documents(path: Path, docs: Sequence[str]) -> bool:
+    """Whether ``path`` holds exactly ``corpora.format_documents(docs)`` (compared by sha256, in blocks)."""
+    want = hashlib.sha256()
+    for i, d in enumerate(docs):
+        want.update(((corpora.SEPARATOR if i else "") + d).encode("utf-8", "surrogatepass"))
+    want.update(b"\n")
+    return path.is_file() and corpora.sha256_file(path) == want.hexdigest()
+
+
+def _check_split_unchanged(folder: Path, kind: str, corpus: Corpus) -> None:
+    """Refuse to rewrite train.txt/valid.txt under the token files of the other tokenizer kind.
+
+    Those files were encoded from the split on disk; a different split (another --valid-fraction,
+    an edited --train-file) would leave them encoding other documents than train.txt/valid.txt say,
+    and bits.py would measure that kind on text it may have trained on.
+    """
+    others = [folder / f"{split}-{k}.bin" for k in DEFAULT_VOCAB if k != kind for split in ("train", "valid")]
+    others = [p for p in others if p.exists()]
+    if not others:
+        return
+    for name, docs in (("train.txt", corpus.train), ("valid.txt", corpus.valid)):
+        if (folder / name).exists() and not _same_documents(folder / name, docs):
+            raise ValueError(
+                f"{folder / name}: this run splits the corpus differently from the split on disk, which "
+                f"{', '.join(p.name for p in others)} were encoded from; use --name for a new corpus folder, "
+                f"or delete {folder} to rebuild it"
+            )
+
+
 def prepare(
     kind: str,
     corpus: Corpus,
@@ -285,6 +318,7 @@ def prepare(
         raise ValueError(f"corpus name {corpus.name!r} must be a plain folder name (no path separators)")
     folder = Path(out) / corpus.name
     folder.mkdir(parents=True, exist_ok=True)
+    _check_split_unchanged(folder, kind, corpus)
     t0 = time.perf_counter()
     corpora.write_documents(folder / "train.txt", corpus.train)
     corpora.write_documents(folder / "valid.txt", corpus.valid)

@@ -355,8 +355,8 @@ class GPT(nn.Module):
         """
         if idx.dim() != 2 or idx.size(1) < 1:
             raise ValueError(f"prompt must be (B, T) with T >= 1, got shape {tuple(idx.shape)}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if not 0 <= temperature < math.inf:  # nan and inf would reach torch.multinomial as nan probabilities
+            raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         if generator is None and seed is not None:

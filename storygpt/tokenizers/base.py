@@ -7,6 +7,7 @@ The model and the command-line tools only use this interface, so they work with
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 from abc import ABC, abstractmethod
 from typing import Iterable, Iterator, Sequence
@@ -17,6 +18,26 @@ from . import io as _io
 
 #: Name of the end-of-text special token (document separator) in every tokenizer.
 EOT = "<|endoftext|>"
+
+
+def as_int(value, what: str, error: type = TypeError) -> int:
+    """``operator.index(value)``: Python and numpy integers pass, floats, strings and bools do not.
+
+    Raises:
+        ``error`` (TypeError by default), naming ``what`` and the value.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise error(f"{what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise error(f"{what} must be an integer, got {value!r} ({type(value).__name__})") from None
+
+
+def check_texts(texts) -> None:
+    """TypeError when a batch of texts is a single ``str``, ``bytes`` or ``None``."""
+    if texts is None or isinstance(texts, (str, bytes, bytearray)):
+        raise TypeError(f"texts must be a list of str, got a single {type(texts).__name__} (wrap it in a list)")
 
 
 class Tokenizer(ABC):
@@ -47,7 +68,12 @@ class Tokenizer(ABC):
         return self.encode(text, allowed_special=set())
 
     def encode_batch(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all") -> list[list[int]]:
-        """Encode several texts; returns one id list per text (same order)."""
+        """Encode several texts; returns one id list per text (same order).
+
+        Raises:
+            TypeError: ``texts`` is a single ``str`` (each character would become a text).
+        """
+        check_texts(texts)
         return [self.encode(t, allowed_special=allowed_special) for t in texts]
 
     def encode_batch_numpy(

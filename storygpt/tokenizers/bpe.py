@@ -28,7 +28,10 @@ import regex
 
 from . import bpe_reference
 from . import io as _io
-from .base import EOT, Tokenizer
+from .base import EOT, Tokenizer, as_int, check_texts
+
+#: The largest vocabulary: the C++ encoder takes token ids in [0, 2**26).
+MAX_VOCAB_SIZE = 1 << 26
 
 MERGE_RULES = ("merges", "ranks")
 BACKENDS = ("cpp", "reference")
@@ -39,7 +42,14 @@ _CUT_RX = regex.compile(r"(?r)[\p{L}\p{N}](?=[ \t\n\r])")
 
 
 def _clean_text(text: str) -> str:
-    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8."""
+    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8.
+
+    Raises:
+        TypeError: ``text`` is not a ``str`` (bytes must be decoded first).
+    """
+    if not isinstance(text, str):
+        hint = " (decode it first)" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"text must be a str, got {type(text).__name__}{hint}")
     try:
         text.encode("utf-8")
         return text
@@ -256,6 +266,9 @@ class BPETokenizer(Tokenizer):
             FileNotFoundError: a listed file does not exist (named).
         """
         _check_backend(backend)
+        vocab_size = as_int(vocab_size, "vocab_size")
+        if vocab_size > MAX_VOCAB_SIZE:
+            raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
         specials = _special_dict(special_tokens, 0)  # validates
         special_bytes = [s.encode("utf-8") for s in specials]
         if isinstance(text_or_files, (str, bytes, bytearray)):
@@ -608,6 +621,7 @@ class BPETokenizer(Tokenizer):
             ``(ids, offsets)``: uint32 ids of all texts concatenated, int64
             offsets of shape ``(len(texts) + 1,)``.
         """
+        check_texts(texts)
         rx, _ = self._resolve_allowed(allowed_special)
         split = [self._split(_clean_text(t), rx) for t in texts]
         plain = [p.encode("utf-8") for parts in split for p in parts if isinstance(p, str)]

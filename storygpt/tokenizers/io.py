@@ -203,6 +203,8 @@ def read_json(path: str | os.PathLike) -> dict:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"tokenizer file not found: {path}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a folder, not a tokenizer file") from None
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Sequence
 import regex
 
 from . import io as _io
-from .base import EOT, Tokenizer
+from .base import EOT, Tokenizer, as_int
 from .bpe import _clean_text
 
 PAD = "<pad>"
@@ -108,6 +108,7 @@ class WordTokenizer(Tokenizer):
         Raises:
             ValueError: ``vocab_size < 3``.
         """
+        vocab_size = as_int(vocab_size, "vocab_size")
         if vocab_size < len(SPECIALS):
             raise ValueError(f"vocab_size={vocab_size} is too small: it must hold the {len(SPECIALS)} special tokens")
         if isinstance(texts, str):
@@ -153,7 +154,7 @@ class WordTokenizer(Tokenizer):
 
     def id_to_token(self, token_id: int) -> str:
         """The token string. Raises ValueError for an unknown id."""
-        t = int(token_id)
+        t = as_int(token_id, "token id", ValueError)
         if not 0 <= t < len(self._tokens):
             raise ValueError(f"unknown token id {t} (vocab_size {len(self._tokens)})")
         return self._tokens[t]
