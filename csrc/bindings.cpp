@@ -204,6 +204,12 @@ Raises:
                  for (const auto& t : merges)
                      rules.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t)});
                  storygpt::Pattern p = storygpt::parse_pattern(pattern);
+                 if (byte_ids && byte_ids->size() != 256)
+                     throw py::value_error("byte_ids must hold 256 distinct ids, got " +
+                                           std::to_string(byte_ids->size()));
+                 if (ranks && ranks->size() != merges.size())
+                     throw py::value_error("ranks has " + std::to_string(ranks->size()) +
+                                           " entries for " + std::to_string(merges.size()) + " merges");
                  std::vector<int64_t> b = byte_ids ? *byte_ids : std::vector<int64_t>();
                  std::vector<int64_t> r = ranks ? *ranks : std::vector<int64_t>();
                  py::gil_scoped_release release;

@@ -753,6 +753,11 @@ Encoder::Encoder(const std::vector<MergeRule>& merges, const std::vector<int64_t
         if (!defined[m.new_id]) {
             defined[m.new_id] = 1;
             vocab[m.new_id] = vocab[m.left] + vocab[m.right];
+        } else if (vocab[m.new_id] != vocab[m.left] + vocab[m.right]) {
+            // Several merges may make the same token (rank files), never different bytes.
+            throw std::invalid_argument("merge " + std::to_string(i) + " (" + std::to_string(m.left) +
+                                        ", " + std::to_string(m.right) + ") -> " +
+                                        std::to_string(m.new_id) + " makes an id that already stands for other bytes");
         }
         uint64_t key = pair_key(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right));
         bool inserted;

@@ -537,3 +537,31 @@ def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(work, tm
     with pytest.raises(OSError, match="No space left"):
         write_tokens(tmp_path / "t.bin", np.array([1, 2]), tok)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
+# --- the C++ Encoder and the reference refuse the same malformed merges --------------------
+@pytest.mark.parametrize("backend", ["cpp", "reference"])
+def test_encoder_refuses_a_merge_that_redefines_an_id(backend):
+    from storygpt import _bpe
+    from storygpt.tokenizers import bpe_reference
+
+    Enc = _bpe.Encoder if backend == "cpp" else bpe_reference.Encoder
+    with pytest.raises(ValueError, match=r"merge 0 \(97, 98\) -> 5 makes an id that already stands for other bytes"):
+        Enc([(97, 98, 5)])
+    with pytest.raises(ValueError, match=r"merge 1 \(99, 100\) -> 256"):
+        Enc([(97, 98, 256), (99, 100, 256)])
+    # several merges may make the same token (rank files): allowed
+    enc = Enc([(97, 98, 256), (256, 99, 257), (97, 98, 256)])
+    assert list(enc.encode(b"abc")) == [257]
+
+
+@pytest.mark.parametrize("backend", ["cpp", "reference"])
+def test_encoder_ranks_must_match_merges(backend):
+    from storygpt import _bpe
+    from storygpt.tokenizers import bpe_reference
+
+    Enc = _bpe.Encoder if backend == "cpp" else bpe_reference.Encoder
+    with pytest.raises(ValueError, match="ranks has 0 entries for 1 merges"):
+        Enc([(97, 98, 256)], ranks=[])
+    with pytest.raises(ValueError, match="byte_ids must hold 256 distinct ids"):
+        Enc([], byte_ids=list(range(255)))

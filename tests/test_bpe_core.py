@@ -295,7 +295,7 @@ def test_encode_explicit_ranks_with_ties(seed):
 
 
 def test_duplicate_pairs_first_wins_like_reference():
-    merges = [(97, 98, 256), (97, 98, 257), (256, 99, 258), (97, 97, 256)]
+    merges = [(97, 98, 256), (97, 98, 257), (256, 99, 258)]
     enc = _bpe.Encoder(merges)
     r = ref.Encoder(merges)
     for text in (b"abc", b"aab", b"aaaa", b"abcab"):
@@ -310,6 +310,8 @@ def test_encoder_rejects_malformed_input():
         _bpe.Encoder([], byte_ids=[0] * 256)
     with pytest.raises(ValueError, match=r"merge 1 \(300, 97\) -> 301 uses an id not defined"):
         _bpe.Encoder([(97, 97, 256), (300, 97, 301)])
+    with pytest.raises(ValueError, match=r"merge 3 \(97, 97\) -> 256 makes an id that already stands for other bytes"):
+        _bpe.Encoder([(97, 98, 256), (97, 98, 257), (256, 99, 258), (97, 97, 256)])
     with pytest.raises(ValueError, match="ranks has 1 entries for 2 merges"):
         _bpe.Encoder([(97, 97, 256), (256, 97, 257)], ranks=[0])
 

@@ -277,7 +277,9 @@ class Encoder:
             if a not in self.vocab or b not in self.vocab:
                 raise ValueError(f"merge {i} ({a}, {b}) -> {new} uses an id not defined before it")
             rank = i if ranks is None else ranks[i]
-            self.vocab.setdefault(new, self.vocab[a] + self.vocab[b])
+            made = self.vocab[a] + self.vocab[b]
+            if self.vocab.setdefault(new, made) != made:
+                raise ValueError(f"merge {i} ({a}, {b}) -> {new} makes an id that already stands for other bytes")
             if (a, b) not in self.ranks:
                 self.ranks[(a, b)] = (rank, new)
 
