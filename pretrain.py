@@ -23,7 +23,6 @@ import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from storygpt.atomic import write_text
 from storygpt.checkpoint import (
     CheckpointError,
-    _umask_mode,
     clean_state_dict,
     load_tokenizer,
     read_checkpoint,
@@ -222,17 +221,8 @@ def lr_at(step: int, progress: float, args) -> float:
 
 
 def write_json_atomic(path: Path, obj) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """``obj`` as indented JSON, written atomically (:mod:`storygpt.atomic`)."""
+    write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 def fixed_windows(n_tokens: int, window: int, count: int) -> np.ndarray:
@@ -499,7 +489,8 @@ def main(argv: list[str] | None = None) -> dict:
     if master:
         run_dir.mkdir(parents=True, exist_ok=True)
         # temporary files a killed run (kill -9, power loss) left behind; the files under final names are whole
-        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp"):
+        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp",  # older versions' names
+                        ".ckpt.pt.*.tmp", ".best.pt.*.tmp", ".metrics.json.*.tmp"):
             for stale in run_dir.glob(pattern):
                 stale.unlink(missing_ok=True)
         log(
