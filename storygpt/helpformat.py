@@ -8,7 +8,7 @@ class DefaultsOnceHelpFormatter(argparse.HelpFormatter):
     """Append ``(default: X)`` to a flag's help unless the help already says ``default``.
 
     Unlike :class:`argparse.ArgumentDefaultsHelpFormatter` it adds nothing for
-    flags without a default (``None``), for on/off switches (``store_true`` and
+    flags without a default (``None`` or an empty string), for on/off switches (``store_true`` and
     ``store_false``, whose default is "off" by their nature) and for help texts
     that already state the default in words.
     """
@@ -17,7 +17,7 @@ class DefaultsOnceHelpFormatter(argparse.HelpFormatter):
         help_text = action.help or ""
         if "default" in help_text.lower() or "%(default)" in help_text:
             return help_text
-        if action.default is None or action.default is argparse.SUPPRESS:
+        if action.default is None or action.default is argparse.SUPPRESS or action.default == "":
             return help_text
         if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction,
                                argparse._VersionAction)):

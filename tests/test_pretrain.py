@@ -316,8 +316,9 @@ def test_resume_with_the_budget_spent_keeps_the_figures(tmp_path, capsys):
 
 def test_help_states_each_default_once():
     import data as data_cli
+    import sample as sample_cli
 
-    for parser in (pretrain.build_parser(), data_cli.build_parser()):
+    for parser in (pretrain.build_parser(), data_cli.build_parser(), sample_cli.build_parser()):
         text = " ".join(parser.format_help().split())
         assert "(default: None)" not in text and "(default: False)" not in text
         for action in parser._actions:
@@ -325,7 +326,7 @@ def test_help_states_each_default_once():
                 continue
             own = parser.formatter_class("x")._get_help_string(action) % {**vars(action), "prog": "x"}
             assert own.lower().count("default") <= 1, (action.dest, own)
-            has_default = action.default not in (None, False, argparse.SUPPRESS)
+            has_default = action.default not in (None, False, "", argparse.SUPPRESS)
             assert "default" in own.lower() or not has_default, (action.dest, own)  # stated where there is one
     text = " ".join(pretrain.build_parser().format_help().split())
     assert "--minutes MINUTES training time budget in minutes (wall clock, including evaluations) (default: 10.0)" in text
