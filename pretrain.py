@@ -478,7 +478,8 @@ def main(argv: list[str] | None = None) -> dict:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
 
-    if args.threads is None and device.type == "cpu" and max_threads > 1:
+    nothing_left = step >= (args.max_steps if args.max_steps is not None else math.inf) or elapsed_before >= args.minutes * 60.0
+    if args.threads is None and device.type == "cpu" and max_threads > 1 and not nothing_left:
         threads, timings = probe_threads(model, train, args.block_size, args.batch_size, autocast,
                                          sorted({1, max_threads}))
         log("torch threads: timed " + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
@@ -599,7 +600,7 @@ def main(argv: list[str] | None = None) -> dict:
     from tqdm import tqdm
 
     bar = tqdm(total=round(budget), initial=min(round(elapsed_before), round(budget)), unit="s",
-               disable=(not master) or args.no_progress, dynamic_ncols=True, file=sys.stderr,
+               disable=(not master) or args.no_progress or nothing_left, dynamic_ncols=True, file=sys.stderr,
                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s{postfix}")
     t_start = time.perf_counter()
     session_tokens, session_train_time, session_steps = 0, 0.0, 0
