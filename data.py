@@ -15,6 +15,7 @@ import os
 import sys
 
 from storygpt.data import corpora
+from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.data.prepare import DEFAULT_PATTERN, DEFAULT_VOCAB, format_report, get_corpus, prepare
 
 
@@ -26,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
             "training split and write the token files pretrain.py reads (OUT/NAME/{train,valid}-KIND.bin, "
             "tokenizer-KIND.json, stats-KIND.json, train.txt, valid.txt; KIND is bpe or word)."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnceHelpFormatter,
     )
     p.add_argument("--bpe", action="store_true",
                    help="byte-level BPE (merges learned by the C++ trainer) instead of the word-level tokenizer")
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"vocabulary size (default {DEFAULT_VOCAB['bpe']:,} for --bpe = 256 bytes + merges + "
                         f"<pad> + <|endoftext|>; {DEFAULT_VOCAB['word']:,} for word-level)")
     p.add_argument("--pattern", choices=["simple", "gpt2", "gpt4"], default=DEFAULT_PATTERN,
-                   help="BPE pre-tokenization pattern (see docs/data.md for the choice of default)")
+                   help="BPE pre-tokenization pattern (default: %(default)s; docs/data.md explains the choice)")
     p.add_argument("--threads", type=int, default=0,
                    help="threads for BPE training and encoding (0 = all cores)")
     p.add_argument("--batch-chars", type=int, default=1 << 22,

@@ -23,7 +23,6 @@ import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from storygpt.atomic import write_text
 from storygpt.checkpoint import (
     CheckpointError,
-    _umask_mode,
     clean_state_dict,
     load_tokenizer,
     read_checkpoint,
@@ -45,6 +44,7 @@ from storygpt.checkpoint import (
 )
 from storygpt.data import read_tokens
 from storygpt.evaluate import resolve_device
+from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model import GPT, GPTConfig
 
 # flags that may change when a run is resumed; every other flag keeps the run's value
@@ -58,7 +58,7 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pretrain.py",
         description="Pretrain a GPT on token files written by data.py, for a time budget.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnceHelpFormatter,
         argument_default=argparse.SUPPRESS if suppress_defaults else None,
     )
 
@@ -221,17 +221,8 @@ def lr_at(step: int, progress: float, args) -> float:
 
 
 def write_json_atomic(path: Path, obj) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """``obj`` as indented JSON, written atomically (:mod:`storygpt.atomic`)."""
+    write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 def fixed_windows(n_tokens: int, window: int, count: int) -> np.ndarray:
@@ -330,7 +321,10 @@ def main(argv: list[str] | None = None) -> dict:
         if master:
             from tqdm import tqdm
 
-            tqdm.write(msg, file=sys.stdout)
+            # clear the progress bar (on stderr), print and flush, then redraw the bar: flushing before the
+            # redraw keeps the line whole even when stdout is a pipe or a file (block-buffered)
+            with tqdm.external_write_mode(file=sys.stdout):
+                print(msg, file=sys.stdout, flush=True)
 
     run_dir = Path(args.out_dir) / run_name_for(args)
     ckpt_path, best_path, metrics_path = run_dir / "ckpt.pt", run_dir / "best.pt", run_dir / "metrics.json"
@@ -364,7 +358,12 @@ def main(argv: list[str] | None = None) -> dict:
                 )
             moved_data = args.data
             explicit = explicit - {"data"}
-        ignored = sorted(k for k in explicit - RESUME_OVERRIDABLE if k in saved and saved[k] != getattr(args, k))
+        def differs(k: str) -> bool:
+            if k == "data":  # paths: the same folder may be named relatively or absolutely
+                return Path(args.data).resolve() != Path(resumed["data_dir"]).resolve()
+            return saved[k] != getattr(args, k)
+
+        ignored = sorted(k for k in explicit - RESUME_OVERRIDABLE if k in saved and differs(k))
         if ignored:
             log(f"warning: --resume keeps the run's own {', '.join('--' + k.replace('_', '-') for k in ignored)}")
         for k, v in saved.items():
@@ -407,6 +406,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # ------------------------------------------------------------------ data
     data_dir = Path(args.data).resolve()
+    args.data = str(data_dir)  # checkpoints store the absolute folder, whatever the cwd of this run
     kind = "bpe" if args.bpe else "word"
     tokenizer, train, valid, eval_window = load_data(data_dir, kind, args.block_size, log)
     if resumed is not None and tokenizer.fingerprint() != _fingerprint_of_dict(resumed["tokenizer"]):
@@ -451,11 +451,17 @@ def main(argv: list[str] | None = None) -> dict:
 
     batch_rng = np.random.default_rng([args.seed, rank])
     step, tokens_seen, elapsed_before = 0, 0, 0.0
+    train_time_before = 0.0  # seconds spent in training steps (not evaluations) by earlier sessions; None: unknown
+    previous_tps = None  # tokens/s an earlier session recorded, for checkpoints older than "train_time"
     history: list[dict] = []
     best_valid = math.inf
     if resumed is not None:
         step, tokens_seen = int(resumed["step"]), int(resumed["tokens_seen"])
         elapsed_before = float(resumed["elapsed"])
+        train_time_before = float(resumed["train_time"]) if "train_time" in resumed else None
+        if train_time_before is None and master:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                previous_tps = float(json.loads(metrics_path.read_text(encoding="utf-8"))["tokens_per_sec"])
         history = [dict(h) for h in resumed["history"]]
         best_valid = min((h["valid_loss"] for h in history), default=math.inf)
         rng = resumed["rng"]
@@ -472,18 +478,20 @@ def main(argv: list[str] | None = None) -> dict:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
 
-    if args.threads is None and device.type == "cpu" and max_threads > 1:
+    nothing_left = step >= (args.max_steps if args.max_steps is not None else math.inf) or elapsed_before >= args.minutes * 60.0
+    if args.threads is None and device.type == "cpu" and max_threads > 1 and not nothing_left:
         threads, timings = probe_threads(model, train, args.block_size, args.batch_size, autocast,
                                          sorted({1, max_threads}))
-        log("threads: " + ", ".join(f"{n}: {t * 1000:.0f} ms" for n, t in timings.items())
-            + f" per forward+backward -> {threads}")
+        log("torch threads: timed " + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
+            + f" per training step; using {threads} (set --threads to choose)")
     n_params = model.num_parameters()
     budget = args.minutes * 60.0
     max_steps = args.max_steps if args.max_steps is not None else math.inf
     if master:
         run_dir.mkdir(parents=True, exist_ok=True)
         # temporary files a killed run (kill -9, power loss) left behind; the files under final names are whole
-        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp"):
+        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp",  # older versions' names
+                        ".ckpt.pt.*.tmp", ".best.pt.*.tmp", ".metrics.json.*.tmp"):
             for stale in run_dir.glob(pattern):
                 stale.unlink(missing_ok=True)
         log(
@@ -538,6 +546,7 @@ def main(argv: list[str] | None = None) -> dict:
             "elapsed": elapsed,
             "history": history,
             "rng": rng,
+            "train_time": (train_time_before or 0.0) + session_train_time,
             "args": to_plain(vars(args)),
         }
         if scaler.is_enabled():
@@ -545,6 +554,14 @@ def main(argv: list[str] | None = None) -> dict:
         save_checkpoint(ckpt_path, ckpt)
         if is_best:
             save_checkpoint(best_path, ckpt)
+
+    def tokens_per_sec(session_tokens: int, session_train_time: float) -> float | None:
+        """Tokens seen over the whole run / seconds spent in training steps over the whole run."""
+        if train_time_before is not None and train_time_before + session_train_time > 0:
+            return tokens_seen / (train_time_before + session_train_time)
+        if session_train_time > 0:  # a checkpoint from before "train_time" was recorded: this session's figure
+            return session_tokens / session_train_time
+        return previous_tps
 
     def metrics(final: bool, session_tokens: int, session_train_time: float) -> dict:
         last = history[-1] if history else {}
@@ -556,7 +573,7 @@ def main(argv: list[str] | None = None) -> dict:
             "parameters": n_params,
             "steps": step,
             "tokens_seen": tokens_seen,
-            "tokens_per_sec": session_tokens / session_train_time if session_train_time > 0 else 0.0,
+            "tokens_per_sec": tokens_per_sec(session_tokens, session_train_time),
             "elapsed": last.get("elapsed", 0.0),
             "final_valid_loss": last.get("valid_loss"),
             "best_valid_loss": best_valid if best_valid < math.inf else None,
@@ -583,7 +600,7 @@ def main(argv: list[str] | None = None) -> dict:
     from tqdm import tqdm
 
     bar = tqdm(total=round(budget), initial=min(round(elapsed_before), round(budget)), unit="s",
-               disable=(not master) or args.no_progress, dynamic_ncols=True, file=sys.stderr,
+               disable=(not master) or args.no_progress or nothing_left, dynamic_ncols=True, file=sys.stderr,
                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s{postfix}")
     t_start = time.perf_counter()
     session_tokens, session_train_time, session_steps = 0, 0.0, 0
@@ -657,6 +674,19 @@ def main(argv: list[str] | None = None) -> dict:
     bar.close()
 
     elapsed = now_elapsed()
+    if resumed is not None and session_steps == 0:
+        if master:
+            spent = (f"{elapsed_before:.0f} s of {budget:.0f} s" if elapsed_before >= budget
+                     else f"{step:,} of {max_steps:,} steps")
+            result = metrics(True, 0, 0.0)
+            write_json_atomic(metrics_path, result)
+            log(f"budget already spent ({spent}): nothing to train | {run_dir}")
+        else:
+            result = metrics(True, 0, 0.0)
+        if ddp:
+            dist.barrier()
+            dist.destroy_process_group()
+        return result
     if last_eval_step != step:
         is_best = record_eval(elapsed, lr)
         checkpoint(elapsed, is_best)
@@ -665,7 +695,7 @@ def main(argv: list[str] | None = None) -> dict:
         write_json_atomic(metrics_path, result)
         log(
             f"done: {n_params:,} parameters, {step:,} steps, {tokens_seen:,} tokens seen, "
-            f"{result['tokens_per_sec']:,.0f} tokens/s, final held-out loss {result['final_valid_loss']:.4f} "
+            f"{result['tokens_per_sec'] or 0:,.0f} tokens/s, final held-out loss {result['final_valid_loss']:.4f} "
             f"(best {result['best_valid_loss']:.4f}) | {elapsed:.0f}s | {run_dir}"
         )
     if ddp:

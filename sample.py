@@ -16,6 +16,8 @@ import random
 import re
 import sys
 
+from storygpt.helpformat import DefaultsOnceHelpFormatter
+
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
@@ -24,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         "The model sees <|endoftext|> followed by the prompt (a new document that starts with it); <pad> is "
         "never drawn. A word-level tokenizer turns words outside its vocabulary into <unk>: the prompt is "
         "echoed as the model sees it, and a note on stderr names the words it lost.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnceHelpFormatter,
     )
     ap.add_argument("checkpoint", metavar="CKPT",
                     help="checkpoint file (checkpoints/RUN/best.pt or ckpt.pt) or run folder (best.pt, else ckpt.pt)")

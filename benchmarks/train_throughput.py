@@ -23,14 +23,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pretrain  # noqa: E402  (for its defaults and device choice)
+from storygpt.helpformat import DefaultsOnceHelpFormatter  # noqa: E402
 from storygpt.model import GPT, GPTConfig  # noqa: E402
 
 
 def main(argv=None) -> list[dict]:
     d = pretrain.build_parser().parse_args([])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size (data.py --bpe default)")
+                                formatter_class=DefaultsOnceHelpFormatter)
+    p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size (default: %(default)s, the data.py --bpe default)")
     p.add_argument("--n-layer", type=int, default=d.n_layer, help="transformer blocks")
     p.add_argument("--n-head", type=int, default=d.n_head, help="attention heads")
     p.add_argument("--n-embd", type=int, default=d.n_embd, help="embedding width")

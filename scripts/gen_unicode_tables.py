@@ -32,9 +32,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
 import regex
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
+from storygpt.atomic import atomic_write  # noqa: E402  (stdlib only; no torch)
 
 MAX_CP = 0x110000
 CLASS_OTHER, CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE = 0, 1, 2, 3
@@ -207,14 +209,8 @@ def main(argv=None) -> int:
     folds = compute_contraction_folds(text)
     out = os.path.abspath(args.out)
     content = render(classes, folds, args.block_bits)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(out), prefix=".unicode_tables.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(content)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_write(out, "w", encoding="ascii") as f:
+        f.write(content)
     print(f"wrote {out} (regex {regex.__version__}, {len(content)} bytes, folds {folds})")
     return 0
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from storygpt.atomic import atomic_write
+
 REQUIRED_KEYS = ("model", "config", "tokenizer")
 TRAINING_KEYS = ("data_dir", "corpus", "optimizer", "step", "tokens_seen", "elapsed", "history", "rng", "args")
-
-
-def _umask_mode() -> int:
-    """0o666 minus the process umask: the mode an ordinary open() would give a new file."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 class CheckpointError(ValueError):
@@ -77,21 +71,8 @@ def save_checkpoint(path: str | os.PathLike, ckpt: dict) -> None:
     path = Path(path)
     if isinstance(ckpt.get("model"), dict):
         ckpt = {**ckpt, "model_sha256": state_dict_digest(ckpt["model"])}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(ckpt, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _umask_mode())  # mkstemp makes 0600 files
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_write(path, "wb") as f:
+        torch.save(ckpt, f)
 
 
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:

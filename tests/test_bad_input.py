@@ -268,17 +268,20 @@ def test_pretrain_errors_carry_the_tool_name(work):
 
 
 def test_pretrain_kill9_leftovers_removed_and_run_resumes(work, tmp_path):
-    # a kill -9 during save_checkpoint leaves "ckpt.pt.XXXX.tmp" beside the last whole ckpt.pt
+    # a kill -9 during save_checkpoint leaves ".ckpt.pt.XXXX.tmp" (older versions: "ckpt.pt.XXXX.tmp") beside
+    # the last whole ckpt.pt
     out = tmp_path / "ck"
     pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
     run_dir = out / "pretrain-bpe"
     stale = run_dir / "ckpt.pt.abcd1234.tmp"
     stale.write_bytes(b"PK\x03\x04 half a checkpoint")
+    stale_new = run_dir / ".ckpt.pt.efgh5678.tmp"
+    stale_new.write_bytes(b"PK\x03\x04 half a checkpoint")
     assert read_checkpoint(run_dir / "ckpt.pt")["step"] == 2  # the last good checkpoint is readable
     m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY,
                        "--max-steps", "4", "--resume"])
     assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["step"] == 4
-    assert not stale.exists()  # before: left behind for ever
+    assert not stale.exists() and not stale_new.exists()  # before: left behind for ever
 
 
 def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(work, tmp_path):

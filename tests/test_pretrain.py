@@ -1,6 +1,7 @@
 """Tests of pretrain.py and storygpt.checkpoint: training, checkpoints, resume, errors, two processes."""
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -264,3 +265,69 @@ def test_two_process_run(tmp_path):
     assert ckpt["rng"]["world_size"] == 2 and ranks[0]["batch"] != ranks[1]["batch"]  # different batches per rank
     metrics = json.loads((tmp_path / "ck" / "pretrain" / "metrics.json").read_text())
     assert metrics["processes"] == 2 and math.isfinite(metrics["final_valid_loss"])
+
+
+def test_resume_with_the_same_data_folder_named_relatively_gives_no_warning(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    make_corpus(tmp_path, name="tiny")
+    make_corpus(tmp_path, name="other")
+    flags = ["--data", "tiny", "--out-dir", "ck", *TINY_FLAGS, "--eval-interval", "2"]
+    pretrain.main([*flags, "--max-steps", "2"])
+    ckpt = read_checkpoint(tmp_path / "ck" / "pretrain" / "ckpt.pt")
+    assert ckpt["args"]["data"] == ckpt["data_dir"] == str((tmp_path / "tiny").resolve())
+    capsys.readouterr()
+    for steps in ("4", "6"):  # the first resume reads a first run's checkpoint, the second a continued run's
+        pretrain.main([*flags, "--max-steps", steps, "--resume"])
+        assert "keeps the run's own" not in capsys.readouterr().out
+    pretrain.main([*flags[:1], str(tmp_path / "tiny"), *flags[2:], "--max-steps", "7", "--resume"])
+    assert "keeps the run's own" not in capsys.readouterr().out
+    m = pretrain.main(["--data", "other", *flags[2:], "--max-steps", "8", "--resume"])
+    assert "warning: --resume keeps the run's own --data" in capsys.readouterr().out
+    assert m["steps"] == 8
+    assert read_checkpoint(tmp_path / "ck" / "pretrain" / "ckpt.pt")["data_dir"] == str((tmp_path / "tiny").resolve())
+
+
+def test_resume_with_the_budget_spent_keeps_the_figures(tmp_path, capsys):
+    data = make_corpus(tmp_path)
+    first = run(data, tmp_path / "ck", "--max-steps", "4", "--eval-interval", "2")
+    metrics_path = tmp_path / "ck" / "pretrain" / "metrics.json"
+    ckpt = read_checkpoint(tmp_path / "ck" / "pretrain" / "ckpt.pt")
+    # tokens/s over the run: tokens seen / seconds in training steps, both recorded in the checkpoint
+    assert first["tokens_per_sec"] == pytest.approx(4 * 8 * 16 / ckpt["train_time"])
+    saved = json.loads(metrics_path.read_text())
+    capsys.readouterr()
+    again = run(data, tmp_path / "ck", "--max-steps", "4", "--resume")
+    out = capsys.readouterr().out
+    assert "budget already spent (4 of 4 steps): nothing to train" in out and "0 tokens/s" not in out
+    assert again["tokens_per_sec"] == pytest.approx(first["tokens_per_sec"]) and again["steps"] == 4
+    after = json.loads(metrics_path.read_text())
+    assert after["tokens_per_sec"] == pytest.approx(saved["tokens_per_sec"]) and saved["tokens_per_sec"] > 0
+    assert after["history"] == saved["history"] and after["final_valid_loss"] == saved["final_valid_loss"]
+    run(data, tmp_path / "ck", "--minutes", "0", "--resume")
+    out = capsys.readouterr().out
+    assert f"budget already spent ({ckpt['elapsed']:.0f} s of 0 s): nothing to train" in out
+    assert json.loads(metrics_path.read_text())["tokens_per_sec"] == pytest.approx(saved["tokens_per_sec"])
+    # an older checkpoint without "train_time": the figure in metrics.json is kept
+    del ckpt["train_time"]
+    save_checkpoint(tmp_path / "ck" / "pretrain" / "ckpt.pt", ckpt)
+    assert run(data, tmp_path / "ck", "--max-steps", "4", "--resume")["tokens_per_sec"] == pytest.approx(
+        saved["tokens_per_sec"])
+
+
+def test_help_states_each_default_once():
+    import data as data_cli
+    import sample as sample_cli
+
+    for parser in (pretrain.build_parser(), data_cli.build_parser(), sample_cli.build_parser()):
+        text = " ".join(parser.format_help().split())
+        assert "(default: None)" not in text and "(default: False)" not in text
+        for action in parser._actions:
+            if not action.option_strings or action.help is None:
+                continue
+            own = parser.formatter_class("x")._get_help_string(action) % {**vars(action), "prog": "x"}
+            assert own.lower().count("default") <= 1, (action.dest, own)
+            has_default = action.default not in (None, False, "", argparse.SUPPRESS)
+            assert "default" in own.lower() or not has_default, (action.dest, own)  # stated where there is one
+    text = " ".join(pretrain.build_parser().format_help().split())
+    assert "--minutes MINUTES training time budget in minutes (wall clock, including evaluations) (default: 10.0)" in text
+    assert "(default: gpt4; docs/data.md explains the choice)" in " ".join(data_cli.build_parser().format_help().split())

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from storygpt.atomic import atomic_write
 
 MAGIC = b"SGPTTOK\0"
 VERSION = 1
@@ -47,6 +48,10 @@ def _fingerprint_of(tokenizer_or_fingerprint: Any) -> bytes:
         fp = fp.fingerprint()
     fp = str(fp).encode("ascii")[:32]
     return fp.ljust(32, b"\0")
+
+
+class _Aborted(Exception):
+    """Raised into :func:`storygpt.atomic.atomic_write` to drop a :class:`TokenWriter`'s temporary file."""
 
 
 class TokenWriter:
@@ -77,14 +82,15 @@ class TokenWriter:
         self.dtype = dtype_for_vocab(self.vocab_size)
         self.fingerprint = _fingerprint_of(tokenizer)
         self.count = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(self._tmp, 0o666 & ~mask)  # mkstemp gives 0o600; final files get the usual mode
-        self._f = os.fdopen(fd, "wb")
-        self._f.write(b"\0" * HEADER_SIZE)
+        # the temporary file, its mode, fsync, rename and clean-up: storygpt.atomic; entered here, left in close/abort
+        self._atomic = atomic_write(self.path, "wb")
+        self._f = self._atomic.__enter__()
         self._closed = False
+        try:
+            self._f.write(b"\0" * HEADER_SIZE)
+        except BaseException:
+            self.abort()
+            raise
 
     def write(self, ids) -> None:
         """Append ids (any integer array-like); ValueError for non-integer ids or one out of range."""
@@ -106,25 +112,19 @@ class TokenWriter:
         try:
             self._f.seek(0)
             self._f.write(_HEADER.pack(MAGIC, VERSION, self.dtype.itemsize, self.count, self.fingerprint, b"\0" * 8))
-            self._f.flush()
-            os.fsync(self._f.fileno())
-            self._f.close()
-            os.replace(self._tmp, self.path)
-        except BaseException:  # e.g. the destination is a folder, or the disk is full: keep no temporary file
+        except BaseException:  # e.g. the disk is full: keep no temporary file
             self.abort()
             raise
         self._closed = True
+        self._atomic.__exit__(None, None, None)  # flush, fsync, rename; on failure (a folder there) it cleans up
 
     def abort(self) -> None:
         """Drop the temporary file; the destination is left untouched."""
         if self._closed:
             return
-        self._f.close()
-        try:
-            os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
         self._closed = True
+        aborted = _Aborted()
+        self._atomic.__exit__(_Aborted, aborted, None)  # closes and removes the temporary file
 
     def __enter__(self) -> "TokenWriter":
         return self

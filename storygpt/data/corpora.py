@@ -46,6 +46,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from storygpt.atomic import atomic_write, file_mode, write_text  # noqa: F401  (file_mode: re-exported)
+
 EOT = "<|endoftext|>"
 SEPARATOR = "\n" + EOT + "\n"
 
@@ -66,17 +68,6 @@ class NetworkError(ConnectionError):
 
 
 # ---------------------------------------------------------------- text helpers
-
-
-def file_mode() -> int:
-    """The mode a plain ``open(path, "w")`` would give (0o666 minus the umask).
-
-    ``tempfile.mkstemp`` creates 0o600 files; atomic writers chmod their
-    temporary file to this before renaming it into place.
-    """
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def normalize_newlines(text: str) -> str:
@@ -171,49 +162,20 @@ def write_documents(path: str | os.PathLike, docs: Iterable[str]) -> int:
     Returns:
         The number of bytes written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     n = 0
-    try:
-        os.chmod(tmp, file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            first = True
-            for doc in docs:
-                piece = doc if first else SEPARATOR + doc
-                n += f.write(piece)
-                first = False
-            n += f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_write(path, "w") as f:
+        first = True
+        for doc in docs:
+            piece = doc if first else SEPARATOR + doc
+            n += f.write(piece)
+            first = False
+        n += f.write("\n")
     return n
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write a UTF-8 text file atomically (temp file + ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write a UTF-8 text file atomically (temp file + ``os.replace``); see :mod:`storygpt.atomic`."""
+    write_text(path, text)
 
 
 # ---------------------------------------------------------------- splitting
@@ -428,44 +390,31 @@ def download(url: str, dest: str | os.PathLike, timeout: float = 30.0, desc: str
     dest = Path(dest)
     if dest.is_file():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    try:
-        os.chmod(tmp, file_mode())
-        with os.fdopen(fd, "wb") as out:
-            try:
-                req = urllib.request.Request(url, headers={"User-Agent": "storygpt-data/0.1"})
-                with urllib.request.urlopen(req, timeout=timeout) as resp:
-                    total = resp.headers.get("Content-Length")
-                    total = int(total) if total and total.isdigit() else None
-                    done = 0
-                    with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                              desc=desc or dest.name) as bar:
-                        for block in iter(lambda: resp.read(1 << 20), b""):
-                            out.write(block)
-                            done += len(block)
-                            bar.update(len(block))
-                    if total is not None and done != total:
-                        raise NetworkError(f"{url}: connection closed after {done} of {total} bytes")
-            except urllib.error.HTTPError as e:
-                raise NetworkError(f"{url}: the server answered HTTP {e.code} {e.reason}") from None
-            except (urllib.error.URLError, OSError) as e:
-                if isinstance(e, NetworkError):
-                    raise
-                reason = getattr(e, "reason", e)
-                raise NetworkError(
-                    f"cannot download {url}: {reason} (no network? set {TINYSTORIES_URL_ENV} to a mirror, "
-                    f"or download the file by hand and use --train-file/--valid-file)"
-                ) from None
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
+    with atomic_write(dest, "wb") as out:  # a broken download never stands under the final name
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+            req = urllib.request.Request(url, headers={"User-Agent": "storygpt-data/0.1"})
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                total = resp.headers.get("Content-Length")
+                total = int(total) if total and total.isdigit() else None
+                done = 0
+                with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                          desc=desc or dest.name) as bar:
+                    for block in iter(lambda: resp.read(1 << 20), b""):
+                        out.write(block)
+                        done += len(block)
+                        bar.update(len(block))
+                if total is not None and done != total:
+                    raise NetworkError(f"{url}: connection closed after {done} of {total} bytes")
+        except urllib.error.HTTPError as e:
+            raise NetworkError(f"{url}: the server answered HTTP {e.code} {e.reason}") from None
+        except (urllib.error.URLError, OSError) as e:
+            if isinstance(e, NetworkError):
+                raise
+            reason = getattr(e, "reason", e)
+            raise NetworkError(
+                f"cannot download {url}: {reason} (no network? set {TINYSTORIES_URL_ENV} to a mirror, "
+                f"or download the file by hand and use --train-file/--valid-file)"
+            ) from None
     return dest
 
 

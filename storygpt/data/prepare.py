@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,21 +241,8 @@ def encode_documents(
 
 
 def save_tokenizer(tokenizer, path: str | os.PathLike) -> None:
-    """``tokenizer.save`` to a temporary file beside ``path``, then ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        tokenizer.save(tmp)
-        os.chmod(tmp, corpora.file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """``tokenizer.save(path)``: atomic already (temp file + fsync + ``os.replace``, :mod:`storygpt.atomic`)."""
+    tokenizer.save(path)
 
 
 DEMO_SENTENCE = "Once upon a time, a cat said hello"

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import unicodedata
 from pathlib import Path
 from typing import Any
+
+from storygpt.atomic import write_text
 
 #: The value of the ``"format"`` key of every tokenizer file.
 FORMAT_NAME = "storygpt-tokenizer"
@@ -81,26 +82,7 @@ def write_json_atomic(path: str | os.PathLike, d: dict) -> None:
     Short lists (merges, ``[id, token]`` pairs) are kept on one line each so
     that files stay readable and diff well.
     """
-    path = Path(path)
-    text = _dumps_readable(d)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text(path, _dumps_readable(d))
 
 
 def _dumps_readable(d: dict) -> str:
