@@ -8,7 +8,6 @@ absent; every other case carries its own text.
 from __future__ import annotations
 
 import random
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path

@@ -5,8 +5,6 @@ reference ``storygpt.tokenizers.bpe_reference``.
 """
 from __future__ import annotations
 
-import os
-import pathlib
 import random
 
 import numpy as np
@@ -15,36 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference
-from storygpt.tokenizers.bpe import _load_cpp
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CACHE = SHARED / "tiktoken_cache"
-CORPORA = SHARED / "corpora"
+from _shared import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs_cpp
+
 CORPUS_FILES = ["english_literature_plus_kjv.txt", "russian_fortunes.txt", "chinese_fortunes.txt"]
 GPT2_ENCODER_JSON = CACHE / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6"
 GPT2_VOCAB_BPE = CACHE / "6d1cbeee0f20b3d9449abfede4726ed8212e3aee"
-if "TIKTOKEN_CACHE_DIR" not in os.environ and CACHE.is_dir():
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE)
-
-try:
-    _load_cpp()
-    HAVE_CPP = True
-except ImportError:
-    HAVE_CPP = False
-
-try:
-    import tiktoken  # noqa: F401  (the oracle for OpenAI vocabularies)
-
-    HAVE_TIKTOKEN = True
-except ImportError:
-    HAVE_TIKTOKEN = False
-needs_cache = pytest.mark.skipif(
-    not CACHE.is_dir() or not HAVE_TIKTOKEN,
-    reason=f"OpenAI BPE files not found at {CACHE}" if not CACHE.is_dir() else "tiktoken is not installed",
-)
-needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
-needs_cpp = pytest.mark.skipif(not HAVE_CPP, reason="storygpt._bpe (C++ Encoder/train) not built or not landed yet")
 BACKENDS = ["reference", pytest.param("cpp", marks=needs_cpp)]
 
 GPT2_KNOWN = [
@@ -384,7 +358,6 @@ def test_from_merges_and_from_vocab_keep_ids(backend):
 
 @needs_cache
 def test_from_tiktoken_path(tmp_path):
-    import tiktoken
 
     path = CACHE / "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4"
     link = tmp_path / "r50k_base.tiktoken"

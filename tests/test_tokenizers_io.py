@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 
 import pytest
 from hypothesis import given, settings
@@ -13,20 +12,7 @@ import storygpt.tokenizers as T
 from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer
 from storygpt.tokenizers.io import token_from_json, token_to_json
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CACHE = ROOT.parent / "shared" / "tiktoken_cache"
-if "TIKTOKEN_CACHE_DIR" not in os.environ and CACHE.is_dir():
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE)
-try:
-    import tiktoken  # noqa: F401  (the oracle for OpenAI vocabularies)
-
-    HAVE_TIKTOKEN = True
-except ImportError:
-    HAVE_TIKTOKEN = False
-needs_cache = pytest.mark.skipif(
-    not CACHE.is_dir() or not HAVE_TIKTOKEN,
-    reason=f"OpenAI BPE files not found at {CACHE}" if not CACHE.is_dir() else "tiktoken is not installed",
-)
+from _shared import needs_cache  # also points TIKTOKEN_CACHE_DIR at ../shared
 
 
 @pytest.mark.parametrize(

@@ -16,30 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, WordTokenizer
-from storygpt.tokenizers.bpe import _load_cpp
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CACHE = SHARED / "tiktoken_cache"
-CORPORA = SHARED / "corpora"
-if "TIKTOKEN_CACHE_DIR" not in os.environ and CACHE.is_dir():
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE)
-try:
-    import tiktoken  # noqa: F401  (the oracle for OpenAI vocabularies)
-
-    HAVE_TIKTOKEN = True
-except ImportError:
-    HAVE_TIKTOKEN = False
-needs_cache = pytest.mark.skipif(
-    not CACHE.is_dir() or not HAVE_TIKTOKEN,
-    reason=f"OpenAI BPE files not found at {CACHE}" if not CACHE.is_dir() else "tiktoken is not installed",
-)
-needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
-try:
-    _load_cpp()
-    HAVE_CPP = True
-except ImportError:
-    HAVE_CPP = False
+from _shared import CACHE, CORPORA, HAVE_CPP, HAVE_TIKTOKEN, needs_cache, needs_corpora
 
 _TOKS: dict = {}
 

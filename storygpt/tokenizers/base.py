@@ -92,13 +92,38 @@ class Tokenizer(ABC):
         ids = np.fromiter((t for x in lists for t in x), dtype=np.uint32, count=int(offsets[-1]))
         return ids, offsets
 
-    @abstractmethod
-    def encode_iterable(self, lines: Iterable[str], allowed_special="all") -> Iterator[int]:
+    def encode_iterable(self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20) -> Iterator[int]:
         """Lazily encode the concatenation of ``lines`` (e.g. an open text file).
 
-        Memory stays bounded (a buffer of about a megabyte of text) and the ids
-        are exactly ``encode("".join(lines))``.
+        Text is buffered until about ``buffer_chars`` characters are held;
+        everything before the last safe cut (:meth:`_safe_cut`, which each
+        tokenizer defines) is encoded and the rest is held back.  Memory stays
+        bounded and the ids are exactly ``encode("".join(lines))``.
         """
+        cut_at = self._safe_cut_for(allowed_special)
+        base, threshold = buffer_chars, buffer_chars
+        buf: list[str] = []
+        held = 0
+        for line in lines:
+            buf.append(line)
+            held += len(line)
+            if held < threshold:
+                continue
+            text = "".join(buf)
+            cut = cut_at(text)
+            if cut > 0:
+                yield from self.encode(text[:cut], allowed_special)
+                text = text[cut:]
+            buf, held = [text], len(text)
+            threshold = max(base, 2 * held)  # grows only while nothing can be cut: no quadratic rescans
+        text = "".join(buf)
+        if text:
+            yield from self.encode(text, allowed_special)
+
+    @abstractmethod
+    def _safe_cut_for(self, allowed_special):
+        """A function ``text -> int``: the largest position where ``text`` may be cut
+        so that encoding both parts gives the ids of the whole (0: no such position)."""
 
     # ----------------------------------------------------------------- decoding
     @abstractmethod

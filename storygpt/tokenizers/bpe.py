@@ -21,7 +21,7 @@ Two merge rules exist (recorded as ``"merge_rule"`` in the file):
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
@@ -644,12 +644,10 @@ class BPETokenizer(Tokenizer):
         ids = ids.tolist()
         return [ids[offsets[i] : offsets[i + 1]] for i in range(len(texts))]
 
-    def encode_iterable(self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20) -> Iterator[int]:
-        """Lazily encode the concatenation of ``lines``; ids equal ``encode("".join(lines))``.
+    def _safe_cut_for(self, allowed_special):
+        """Where :meth:`encode_iterable` may cut its buffer.
 
-        Text is buffered until about ``buffer_chars`` characters are held, then
-        everything before the last *safe cut* is encoded and the rest is held
-        back.  A safe cut is a position right after a letter or digit
+        A safe cut is a position right after a letter or digit
         (``\\p{L}``/``\\p{N}``) that is followed by ASCII white space (space,
         tab, newline, carriage return), not inside a special token and at
         least one special-token length before the buffer end, or the end of a
@@ -660,33 +658,14 @@ class BPETokenizer(Tokenizer):
         without any safe cut (no letter before white space) is held until one
         comes or the input ends.
         """
+        # Lone surrogates are not cleaned before cutting: one at the end may pair with the
+        # next line's (encode() cleans each part; a safe cut never falls between two surrogates).
         rx, maxlen = self._resolve_allowed(allowed_special)
-        base, threshold = buffer_chars, buffer_chars
-        buf: list[str] = []
-        held = 0
-        for line in lines:
-            buf.append(line)
-            held += len(line)
-            if held < threshold:
-                continue
-            # not cleaned here: a lone surrogate at the end may pair with the next line's
-            # (encode() cleans each part; a safe cut never falls between two surrogates)
-            text = "".join(buf)
-            cut = self._safe_cut(text, rx, maxlen)
-            if cut > 0:
-                yield from self.encode(text[:cut], allowed_special)
-                text = text[cut:]
-            buf = [text]
-            held = len(text)
-            # while nothing can be cut, grow the threshold to avoid quadratic rescans
-            threshold = max(base, 2 * held)
-        text = "".join(buf)
-        if text:
-            yield from self.encode(text, allowed_special)
+        return lambda text: self._safe_cut(text, rx, maxlen)
 
     @staticmethod
     def _safe_cut(text: str, rx, maxlen: int) -> int:
-        """The largest safe cut position in ``text`` (0 if none); see :meth:`encode_iterable`."""
+        """The largest safe cut position in ``text`` (0 if none); see :meth:`_safe_cut_for`."""
         limit = len(text) - max(maxlen, 1)
         if limit <= 0:
             return 0

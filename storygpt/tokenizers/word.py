@@ -5,9 +5,8 @@ character).  It is lossy (see :class:`WordTokenizer` and docs/tokenizers.md).
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import regex
 
@@ -184,30 +183,14 @@ class WordTokenizer(Tokenizer):
             return [eot if m == EOT else get(m, unk) for m in self.split(text, allowed_special)]
         return [get(m, unk) for m in self.split(text, allowed_special)]
 
-    def encode_iterable(self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20) -> Iterator[int]:
-        """Lazily encode the concatenation of ``lines``; equals ``encode("".join(lines))``.
+    def _safe_cut_for(self, allowed_special):
+        """Tokens never contain white space, so the buffer is cut after its last white-space character."""
 
-        Tokens never contain white space, so the buffer is cut after its last
-        white-space character.
-        """
-        base, threshold = buffer_chars, buffer_chars
-        buf: list[str] = []
-        held = 0
-        for line in lines:
-            buf.append(line)
-            held += len(line)
-            if held < threshold:
-                continue
-            text = "".join(buf)
+        def cut(text: str) -> int:
             m = _RX_LAST_SPACE.search(text)
-            if m is not None:
-                yield from self.encode(text[: m.end()], allowed_special)
-                text = text[m.end() :]
-            buf, held = [text], len(text)
-            threshold = max(base, 2 * held)  # grows only while nothing can be cut
-        text = "".join(buf)
-        if text:
-            yield from self.encode(text, allowed_special)
+            return m.end() if m is not None else 0
+
+        return cut
 
     def unknown_rate(self, text: str) -> float:
         """Fraction of the tokens of ``text`` that are ``<unk>`` (0.0 for empty text)."""
