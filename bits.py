@@ -10,6 +10,7 @@ token is added up (in nats), and the total is divided by ln 2 times the number
 of characters.  The exact counting is in ``storygpt/evaluate.py`` and
 ``docs/bits.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,31 +64,45 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
-        "checkpoints", nargs="+", metavar="CKPT",
+        "checkpoints",
+        nargs="+",
+        metavar="CKPT",
         help="checkpoint files (checkpoints/RUN/best.pt or ckpt.pt) or run folders (best.pt is used, else ckpt.pt)",
     )
     ap.add_argument(
-        "--text", metavar="FILE",
+        "--text",
+        metavar="FILE",
         help="measure on this UTF-8 file (documents separated by lines '<|endoftext|>') instead of the "
         "validation split <data_dir>/valid.txt of the corpus the checkpoints were trained on",
     )
     ap.add_argument(
-        "--chars", type=int, default=DEFAULT_CHARS, metavar="N",
+        "--chars",
+        type=int,
+        default=DEFAULT_CHARS,
+        metavar="N",
         help=f"measure the first N characters of the text (default {DEFAULT_CHARS:,}; all of it when shorter; "
         "0 = all of it)",
     )
     ap.add_argument(
-        "--stride", type=int, default=None, metavar="S",
+        "--stride",
+        type=int,
+        default=None,
+        metavar="S",
         help="step between windows in tokens (default: the model's context length, i.e. back-to-back windows); "
         "smaller values overlap windows so each token after the first window gets at least "
         "context-S tokens of context; every token is still predicted once",
     )
     ap.add_argument("--batch-size", type=int, default=16, metavar="B", help="windows per forward pass (default 16)")
     ap.add_argument(
-        "--device", default="auto",
+        "--device",
+        default="auto",
         help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, cuda:1, mps (default auto)",
     )
-    ap.add_argument("--json", action="store_true", help="print one JSON object (the text measured and one record per checkpoint) instead of the table")
+    ap.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (the text measured and one record per checkpoint) instead of the table",
+    )
     ap.add_argument("--no-progress", action="store_true", help="do not show progress bars")
     return ap
 
@@ -110,7 +125,9 @@ def load_text(args, loaded) -> tuple[list[str], str]:
         data_dir = ckpt.get("data_dir")
         corpus = ckpt.get("corpus", "?")
         if not data_dir:
-            raise ValueError(f"checkpoint {path} does not record the corpus it was trained on (no data_dir); pass --text FILE")
+            raise ValueError(
+                f"checkpoint {path} does not record the corpus it was trained on (no data_dir); pass --text FILE"
+            )
         valid = Path(data_dir) / "valid.txt"
         if not valid.is_file():
             raise FileNotFoundError(
@@ -119,7 +136,7 @@ def load_text(args, loaded) -> tuple[list[str], str]:
             )
         sources.append((path, corpus, valid))
     texts = {}
-    for path, corpus, valid in sources:
+    for _path, _corpus, valid in sources:
         key = str(valid.resolve())
         if key not in texts:
             texts[key] = take_characters(read_documents(valid), n)
@@ -147,11 +164,18 @@ def format_table(rows: list[dict]) -> str:
     head = ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
     body = []
     for r in rows:
-        body.append([
-            r["name"], f"{r['tokenizer']} {r['vocab_size']}", f"{r['parameters'] / 1e6:.2f}M",
-            f"{r['tokens']:,}", f"{r['characters_per_token']:.3f}", f"{r['unknown_share']:.2%}",
-            f"{r['round_trip_share']:.2f}", f"{r['bits_per_character']:.4f}",
-        ])
+        body.append(
+            [
+                r["name"],
+                f"{r['tokenizer']} {r['vocab_size']}",
+                f"{r['parameters'] / 1e6:.2f}M",
+                f"{r['tokens']:,}",
+                f"{r['characters_per_token']:.3f}",
+                f"{r['unknown_share']:.2%}",
+                f"{r['round_trip_share']:.2f}",
+                f"{r['bits_per_character']:.4f}",
+            ]
+        )
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     fmt = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
@@ -171,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
         import torch
+
         from storygpt import load_checkpoint
         from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint, resolve_device
 
@@ -188,8 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         docs, source = load_text(args, loaded)
         n_chars = count_characters(docs)
         if not args.json:
-            print(f"text: {source}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
-                  f"device {device}", flush=True)
+            print(
+                f"text: {source}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
+                f"device {device}",
+                flush=True,
+            )
 
         rows = []
         for p in paths:
@@ -201,16 +229,31 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--stride {stride} is larger than the context length {block_size} of {p}")
             name = run_name(p, paths)
             res = evaluate_bits(
-                model, tok, docs, block_size=block_size, stride=stride, batch_size=args.batch_size,
-                device=device, progress=not args.no_progress and sys.stderr.isatty(), desc=name,
+                model,
+                tok,
+                docs,
+                block_size=block_size,
+                stride=stride,
+                batch_size=args.batch_size,
+                device=device,
+                progress=not args.no_progress and sys.stderr.isatty(),
+                desc=name,
             )
             if not math.isfinite(res.bits_per_character):
                 print(f"warning: {name}: bits per character is not finite", file=sys.stderr)
-            rows.append(dict(
-                name=name, checkpoint=str(p), corpus=ckpt.get("corpus"), tokenizer=tok.kind,
-                vocab_size=tok.vocab_size, parameters=sum(t.numel() for t in model.parameters()),
-                block_size=block_size, stride=stride or block_size, **res.to_dict(),
-            ))
+            rows.append(
+                dict(
+                    name=name,
+                    checkpoint=str(p),
+                    corpus=ckpt.get("corpus"),
+                    tokenizer=tok.kind,
+                    vocab_size=tok.vocab_size,
+                    parameters=sum(t.numel() for t in model.parameters()),
+                    block_size=block_size,
+                    stride=stride or block_size,
+                    **res.to_dict(),
+                )
+            )
             del model
             loaded[p] = (None, tok, ckpt)
             if device.startswith("cuda"):
@@ -224,8 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
     if args.json:
-        print(json.dumps({"text": source, "characters": n_chars, "documents": len(docs), "device": device,
-                          "results": rows}, indent=2))
+        print(
+            json.dumps(
+                {"text": source, "characters": n_chars, "documents": len(docs), "device": device, "results": rows},
+                indent=2,
+            )
+        )
     else:
         print(format_table(rows))
         if any(r["tokenizer"] == "word" for r in rows):

@@ -14,6 +14,7 @@ the fraction of the time budget (or of --max-steps, whichever is further
 along) that has been used.  See docs/training.md for the defaults and how they
 were chosen.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,18 @@ from storygpt.model import GPT, GPTConfig
 
 # flags that may change when a run is resumed; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {
-    "minutes", "max_steps", "eval_interval", "device", "dtype", "threads", "compile", "no_progress",
-    "out_dir", "run_name", "resume", "force",
+    "minutes",
+    "max_steps",
+    "eval_interval",
+    "device",
+    "dtype",
+    "threads",
+    "compile",
+    "no_progress",
+    "out_dir",
+    "run_name",
+    "resume",
+    "force",
 }
 
 
@@ -73,15 +84,44 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
         current[0].add_argument(*names, **kw)
 
     group("data and run folder")
-    add("--data", default="data/shakespeare", help="corpus folder written by data.py (holds train-*.bin, valid-*.bin, tokenizer-*.json)")
-    add("--bpe", action="store_true", default=False, help="use the byte-level BPE token files (*-bpe.*) instead of the word-level ones (*-word.*)")
-    add("--rope", action="store_true", default=False, help="rotary position embeddings instead of learned absolute positions")
+    add(
+        "--data",
+        default="data/shakespeare",
+        help="corpus folder written by data.py (holds train-*.bin, valid-*.bin, tokenizer-*.json)",
+    )
+    add(
+        "--bpe",
+        action="store_true",
+        default=False,
+        help="use the byte-level BPE token files (*-bpe.*) instead of the word-level ones (*-word.*)",
+    )
+    add(
+        "--rope",
+        action="store_true",
+        default=False,
+        help="rotary position embeddings instead of learned absolute positions",
+    )
     add("--out-dir", default="checkpoints", help="root folder for run folders")
     add("--run-name", default=None, help="run folder name (default: pretrain[-rope][-bpe] from the flags)")
-    add("--resume", action="store_true", default=False, help="continue the run in the run folder from its ckpt.pt (step, optimizer, RNG, time spent)")
-    add("--force", action="store_true", default=False, help="start afresh even if the run folder holds a checkpoint (it is overwritten)")
+    add(
+        "--resume",
+        action="store_true",
+        default=False,
+        help="continue the run in the run folder from its ckpt.pt (step, optimizer, RNG, time spent)",
+    )
+    add(
+        "--force",
+        action="store_true",
+        default=False,
+        help="start afresh even if the run folder holds a checkpoint (it is overwritten)",
+    )
     group("budget")
-    add("--minutes", type=float, default=10.0, help="training time budget in minutes (wall clock, including evaluations)")
+    add(
+        "--minutes",
+        type=float,
+        default=10.0,
+        help="training time budget in minutes (wall clock, including evaluations)",
+    )
     add("--max-steps", type=int, default=None, help="stop after this many optimizer steps even if time is left")
     group("model")
     add("--n-layer", type=int, default=3, help="transformer blocks")
@@ -100,13 +140,32 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     add("--seed", type=int, default=1337, help="random seed (model init; batch sampling uses seed and rank)")
     group("evaluation")
     add("--eval-interval", type=int, default=100, help="evaluate and write a checkpoint every this many steps")
-    add("--eval-windows", type=int, default=64, help="fixed held-out (and train) windows of block_size tokens per evaluation")
+    add(
+        "--eval-windows",
+        type=int,
+        default=64,
+        help="fixed held-out (and train) windows of block_size tokens per evaluation",
+    )
     group("hardware")
     add("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
-    add("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-        help="compute dtype (autocast); auto: bfloat16 on CUDA when supported, else float16 on CUDA; on CPU bfloat16 when the CPU has native bfloat16 instructions (avx512_bf16/amx_bf16), else float32; float32 on MPS (measured: benchmarks/train_throughput.py, docs/training.md)")
-    add("--threads", type=int, default=None, help="torch CPU threads per process (default on CPU: times a training step with 1 thread and with cores/processes threads and keeps the faster; OpenMP threads slow down badly on a busy machine)")
-    add("--compile", action="store_true", default=False, help="torch.compile the model (slow start; worth it on long GPU runs)")
+    add(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="compute dtype (autocast); auto: bfloat16 on CUDA when supported, else float16 on CUDA; on CPU bfloat16 when the CPU has native bfloat16 instructions (avx512_bf16/amx_bf16), else float32; float32 on MPS (measured: benchmarks/train_throughput.py, docs/training.md)",
+    )
+    add(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads per process (default on CPU: times a training step with 1 thread and with cores/processes threads and keeps the faster; OpenMP threads slow down badly on a busy machine)",
+    )
+    add(
+        "--compile",
+        action="store_true",
+        default=False,
+        help="torch.compile the model (slow start; worth it on long GPU runs)",
+    )
     add("--no-progress", action="store_true", default=False, help="no tqdm progress bar")
     return p
 
@@ -143,8 +202,10 @@ def run_name_for(args) -> str:
     if args.run_name is not None:
         name = args.run_name
         if not name or name in (".", "..") or "/" in name or os.sep in name:
-            raise SystemExit(f"pretrain.py: error: --run-name {name!r} must be a plain folder name "
-                             "(no path separators; it is created under --out-dir)")
+            raise SystemExit(
+                f"pretrain.py: error: --run-name {name!r} must be a plain folder name "
+                "(no path separators; it is created under --out-dir)"
+            )
         return name
     return "pretrain" + ("-rope" if args.rope else "") + ("-bpe" if args.bpe else "")
 
@@ -246,8 +307,10 @@ def load_data(data_dir: Path, kind: str, block_size: int, log):
     """The tokenizer and (train, valid) memmaps of ``data_dir``; SystemExit with a clear message on problems."""
     tok_path = data_dir / f"tokenizer-{kind}.json"
     if not data_dir.is_dir():
-        raise SystemExit(f"pretrain.py: error: --data {data_dir}: no such folder (give the corpus folder data.py "
-                         "wrote, e.g. data/shakespeare)")
+        raise SystemExit(
+            f"pretrain.py: error: --data {data_dir}: no such folder (give the corpus folder data.py "
+            "wrote, e.g. data/shakespeare)"
+        )
     if not tok_path.is_file():
         other = "word" if kind == "bpe" else "bpe"
         if (data_dir / f"tokenizer-{other}.json").is_file():
@@ -299,9 +362,20 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
-    for name, low in (("minutes", 0.0), ("batch_size", 1), ("eval_interval", 1), ("eval_windows", 1),
-                      ("block_size", 1), ("lr", 0.0), ("min_lr", 0.0), ("warmup_steps", 0), ("grad_clip", 0.0), ("weight_decay", 0.0),
-                      ("max_steps", 0), ("threads", 1)):
+    for name, low in (
+        ("minutes", 0.0),
+        ("batch_size", 1),
+        ("eval_interval", 1),
+        ("eval_windows", 1),
+        ("block_size", 1),
+        ("lr", 0.0),
+        ("min_lr", 0.0),
+        ("warmup_steps", 0),
+        ("grad_clip", 0.0),
+        ("weight_decay", 0.0),
+        ("max_steps", 0),
+        ("threads", 1),
+    ):
         value = getattr(args, name)
         if value is not None and value < low:
             parser.error(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
@@ -342,9 +416,9 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             resumed = read_checkpoint(ckpt_path)
         except FileNotFoundError:
-            raise SystemExit(f"pretrain.py: error: --resume: no checkpoint at {ckpt_path}")
+            raise SystemExit(f"pretrain.py: error: --resume: no checkpoint at {ckpt_path}") from None
         except CheckpointError as e:
-            raise SystemExit(f"pretrain.py: error: --resume: {e}")
+            raise SystemExit(f"pretrain.py: error: --resume: {e}") from None
         missing = [k for k in ("optimizer", "step", "rng", "args", "data_dir") if k not in resumed]
         if missing:
             raise SystemExit(f"pretrain.py: error: --resume: {ckpt_path} lacks the training state {missing}")
@@ -358,6 +432,7 @@ def main(argv: list[str] | None = None) -> dict:
                 )
             moved_data = args.data
             explicit = explicit - {"data"}
+
         def differs(k: str) -> bool:
             if k == "data":  # paths: the same folder may be named relatively or absolutely
                 return Path(args.data).resolve() != Path(resumed["data_dir"]).resolve()
@@ -391,8 +466,10 @@ def main(argv: list[str] | None = None) -> dict:
     max_threads = max(1, usable_cores() // max(1, local_world))
     threads = args.threads or max_threads
     if threads > usable_cores():  # far too many OpenMP threads crash the process (a segfault, no message)
-        log(f"warning: --threads {threads} is more than the {usable_cores()} cores this process may use; "
-            f"using {usable_cores()}")
+        log(
+            f"warning: --threads {threads} is more than the {usable_cores()} cores this process may use; "
+            f"using {usable_cores()}"
+        )
         threads = usable_cores()
     torch.set_num_threads(threads)
     dtype = pick_dtype(args.dtype, device)
@@ -419,11 +496,20 @@ def main(argv: list[str] | None = None) -> dict:
 
     # ----------------------------------------------------------------- model
     try:
-        config = GPTConfig(
-            vocab_size=tokenizer.vocab_size, block_size=args.block_size, n_layer=args.n_layer, n_head=args.n_head,
-            n_embd=args.n_embd, dropout=args.dropout, position="rope" if args.rope else "learned",
-            rope_theta=args.rope_theta,
-        ) if resumed is None else GPTConfig.from_dict(dict(resumed["config"]))
+        config = (
+            GPTConfig(
+                vocab_size=tokenizer.vocab_size,
+                block_size=args.block_size,
+                n_layer=args.n_layer,
+                n_head=args.n_head,
+                n_embd=args.n_embd,
+                dropout=args.dropout,
+                position="rope" if args.rope else "learned",
+                rope_theta=args.rope_theta,
+            )
+            if resumed is None
+            else GPTConfig.from_dict(dict(resumed["config"]))
+        )
     except ValueError as e:
         raise SystemExit(f"pretrain.py: error: {e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from e
     torch.manual_seed(args.seed)
@@ -434,7 +520,9 @@ def main(argv: list[str] | None = None) -> dict:
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
+        lr=args.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
     )
     scaler = torch.amp.GradScaler(device.type, enabled=(dtype == torch.float16))
     if resumed is not None:
@@ -470,28 +558,42 @@ def main(argv: list[str] | None = None) -> dict:
             set_rng_state(mine["global"])
             batch_rng.bit_generator.state = mine["batch"]
         else:
-            log(f"warning: the run was saved with {rng.get('world_size')} processes, now {world}: "
-                "batch sampling restarts from fresh seeds")
+            log(
+                f"warning: the run was saved with {rng.get('world_size')} processes, now {world}: "
+                "batch sampling restarts from fresh seeds"
+            )
             batch_rng = np.random.default_rng([args.seed, rank, step])
     elif master and args.force:
         for p in (ckpt_path, best_path, metrics_path):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
 
-    nothing_left = step >= (args.max_steps if args.max_steps is not None else math.inf) or elapsed_before >= args.minutes * 60.0
+    nothing_left = (
+        step >= (args.max_steps if args.max_steps is not None else math.inf) or elapsed_before >= args.minutes * 60.0
+    )
     if args.threads is None and device.type == "cpu" and max_threads > 1 and not nothing_left:
-        threads, timings = probe_threads(model, train, args.block_size, args.batch_size, autocast,
-                                         sorted({1, max_threads}))
-        log("torch threads: timed " + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
-            + f" per training step; using {threads} (set --threads to choose)")
+        threads, timings = probe_threads(
+            model, train, args.block_size, args.batch_size, autocast, sorted({1, max_threads})
+        )
+        log(
+            "torch threads: timed "
+            + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
+            + f" per training step; using {threads} (set --threads to choose)"
+        )
     n_params = model.num_parameters()
     budget = args.minutes * 60.0
     max_steps = args.max_steps if args.max_steps is not None else math.inf
     if master:
         run_dir.mkdir(parents=True, exist_ok=True)
         # temporary files a killed run (kill -9, power loss) left behind; the files under final names are whole
-        for pattern in ("ckpt.pt.*.tmp", "best.pt.*.tmp", "metrics.json.*.tmp",  # older versions' names
-                        ".ckpt.pt.*.tmp", ".best.pt.*.tmp", ".metrics.json.*.tmp"):
+        for pattern in (
+            "ckpt.pt.*.tmp",
+            "best.pt.*.tmp",
+            "metrics.json.*.tmp",  # older versions' names
+            ".ckpt.pt.*.tmp",
+            ".best.pt.*.tmp",
+            ".metrics.json.*.tmp",
+        ):
             for stale in run_dir.glob(pattern):
                 stale.unlink(missing_ok=True)
         log(
@@ -511,7 +613,7 @@ def main(argv: list[str] | None = None) -> dict:
             mine = starts[rank::world]
             total = torch.zeros(2, dtype=torch.float64, device=device)
             for i in range(0, len(mine), args.batch_size):
-                x, y = windows_to_batch(data, mine[i:i + args.batch_size], eval_window, device)
+                x, y = windows_to_batch(data, mine[i : i + args.batch_size], eval_window, device)
                 with autocast:
                     _, loss = model(x, y)
                 total[0] += loss.double() * len(x)
@@ -588,20 +690,36 @@ def main(argv: list[str] | None = None) -> dict:
     def record_eval(elapsed: float, lr: float) -> bool:
         nonlocal best_valid
         train_loss, valid_loss = evaluate()
-        history.append({"step": step, "tokens_seen": tokens_seen, "elapsed": round(elapsed, 3),
-                        "lr": lr, "train_loss": train_loss, "valid_loss": valid_loss})
+        history.append(
+            {
+                "step": step,
+                "tokens_seen": tokens_seen,
+                "elapsed": round(elapsed, 3),
+                "lr": lr,
+                "train_loss": train_loss,
+                "valid_loss": valid_loss,
+            }
+        )
         is_best = valid_loss < best_valid
         best_valid = min(best_valid, valid_loss)
-        log(f"step {step}: train loss {train_loss:.4f}, held-out loss {valid_loss:.4f}"
-            f"{' (best)' if is_best else ''} | {elapsed:.0f}s")
+        log(
+            f"step {step}: train loss {train_loss:.4f}, held-out loss {valid_loss:.4f}"
+            f"{' (best)' if is_best else ''} | {elapsed:.0f}s"
+        )
         return is_best
 
     # -------------------------------------------------------------- training
     from tqdm import tqdm
 
-    bar = tqdm(total=round(budget), initial=min(round(elapsed_before), round(budget)), unit="s",
-               disable=(not master) or args.no_progress or nothing_left, dynamic_ncols=True, file=sys.stderr,
-               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s{postfix}")
+    bar = tqdm(
+        total=round(budget),
+        initial=min(round(elapsed_before), round(budget)),
+        unit="s",
+        disable=(not master) or args.no_progress or nothing_left,
+        dynamic_ncols=True,
+        file=sys.stderr,
+        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s{postfix}",
+    )
     t_start = time.perf_counter()
     session_tokens, session_train_time, session_steps = 0, 0.0, 0
     last_eval_step = step if resumed is not None else -1
@@ -623,8 +741,9 @@ def main(argv: list[str] | None = None) -> dict:
                 elapsed = now_elapsed()
                 if step >= max_steps or elapsed >= budget:
                     break
-                progress = max(elapsed / budget if budget > 0 else 1.0,
-                               step / max_steps if max_steps < math.inf else 0.0)
+                progress = max(
+                    elapsed / budget if budget > 0 else 1.0, step / max_steps if max_steps < math.inf else 0.0
+                )
                 lr = lr_at(step, progress, args)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
@@ -647,7 +766,9 @@ def main(argv: list[str] | None = None) -> dict:
                 session_tokens += args.batch_size * args.block_size * world
                 session_train_time += time.perf_counter() - t0
                 if not math.isfinite(loss_value):
-                    raise SystemExit(f"pretrain.py: error: the training loss became {loss_value} at step {step}; try a lower --lr")
+                    raise SystemExit(
+                        f"pretrain.py: error: the training loss became {loss_value} at step {step}; try a lower --lr"
+                    )
                 if master and not bar.disable:
                     el = elapsed_before + time.perf_counter() - t_start
                     tps = session_tokens / session_train_time
@@ -655,8 +776,9 @@ def main(argv: list[str] | None = None) -> dict:
                     if max_steps < math.inf:
                         left = min(left, (max_steps - step) * (time.perf_counter() - t_start) / session_steps)
                     bar.n = min(round(el), round(budget))
-                    bar.set_postfix_str(f"step {step} loss {loss_value:.3f} {tps:,.0f} tok/s {max(0, left):.0f}s left",
-                                        refresh=False)
+                    bar.set_postfix_str(
+                        f"step {step} loss {loss_value:.3f} {tps:,.0f} tok/s {max(0, left):.0f}s left", refresh=False
+                    )
                     bar.update(0)
                 if step % args.eval_interval == 0:
                     el = now_elapsed()
@@ -670,14 +792,17 @@ def main(argv: list[str] | None = None) -> dict:
             if not ddp and step > 0:
                 checkpoint(elapsed_before + time.perf_counter() - t_start, False)
                 log(f"interrupted: checkpoint written at step {step} to {ckpt_path}; continue with --resume")
-            raise SystemExit(130)
+            raise SystemExit(130) from None
     bar.close()
 
     elapsed = now_elapsed()
     if resumed is not None and session_steps == 0:
         if master:
-            spent = (f"{elapsed_before:.0f} s of {budget:.0f} s" if elapsed_before >= budget
-                     else f"{step:,} of {max_steps:,} steps")
+            spent = (
+                f"{elapsed_before:.0f} s of {budget:.0f} s"
+                if elapsed_before >= budget
+                else f"{step:,} of {max_steps:,} steps"
+            )
             result = metrics(True, 0, 0.0)
             write_json_atomic(metrics_path, result)
             log(f"budget already spent ({spent}): nothing to train | {run_dir}")

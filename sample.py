@@ -8,6 +8,7 @@ token) and follows one end-of-text token, so the model starts a new document
 the way it saw documents start in training.  Generation stops at the
 end-of-text token unless --no-stop is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,23 +29,39 @@ def build_parser() -> argparse.ArgumentParser:
         "echoed as the model sees it, and a note on stderr names the words it lost.",
         formatter_class=DefaultsOnceHelpFormatter,
     )
-    ap.add_argument("checkpoint", metavar="CKPT",
-                    help="checkpoint file (checkpoints/RUN/best.pt or ckpt.pt) or run folder (best.pt, else ckpt.pt)")
-    ap.add_argument("--prompt", default="",
-                    help="text to continue, encoded as plain text (special tokens in it are ordinary text); "
-                    "empty: start a new document")
+    ap.add_argument(
+        "checkpoint",
+        metavar="CKPT",
+        help="checkpoint file (checkpoints/RUN/best.pt or ckpt.pt) or run folder (best.pt, else ckpt.pt)",
+    )
+    ap.add_argument(
+        "--prompt",
+        default="",
+        help="text to continue, encoded as plain text (special tokens in it are ordinary text); "
+        "empty: start a new document",
+    )
     ap.add_argument("--max-new-tokens", type=int, default=200, help="the most tokens to generate per sample")
-    ap.add_argument("--temperature", type=float, default=0.8,
-                    help="divides the logits before sampling; below 1 is more conservative, 0 is greedy (argmax)")
-    ap.add_argument("--top-k", type=int, default=200,
-                    help="sample only among the k most likely tokens (0: all tokens)")
+    ap.add_argument(
+        "--temperature",
+        type=float,
+        default=0.8,
+        help="divides the logits before sampling; below 1 is more conservative, 0 is greedy (argmax)",
+    )
+    ap.add_argument("--top-k", type=int, default=200, help="sample only among the k most likely tokens (0: all tokens)")
     ap.add_argument("--num-samples", type=int, default=1, help="how many samples to write, one after the other")
-    ap.add_argument("--seed", type=int, default=None,
-                    help="random seed; the same seed (with the same checkpoint, flags and device) gives the same "
-                    "text. Default: a random seed, printed so the sample can be reproduced")
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="random seed; the same seed (with the same checkpoint, flags and device) gives the same "
+        "text. Default: a random seed, printed so the sample can be reproduced",
+    )
     ap.add_argument("--device", default="auto", help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, mps")
-    ap.add_argument("--no-stop", action="store_true",
-                    help="do not stop at <|endoftext|>: keep generating (past document ends) up to --max-new-tokens")
+    ap.add_argument(
+        "--no-stop",
+        action="store_true",
+        help="do not stop at <|endoftext|>: keep generating (past document ends) up to --max-new-tokens",
+    )
     return ap
 
 
@@ -66,7 +83,7 @@ class StreamPrinter:
 
     def _emit(self, full: str) -> None:
         if full.startswith(self.printed):
-            new = full[len(self.printed):]
+            new = full[len(self.printed) :]
             if new:
                 self.out.write(new)
                 self.out.flush()
@@ -133,8 +150,18 @@ class SuppressTokens:
         return logits
 
 
-def write_sample(model, tokenizer, prompt_ids: list[int], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_k: int | None = None, generator=None, stop: int | None = None, out=None) -> str:
+def write_sample(
+    model,
+    tokenizer,
+    prompt_ids: list[int],
+    *,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator=None,
+    stop: int | None = None,
+    out=None,
+) -> str:
     """Print the prompt, then each newly completed piece of the continuation as it is drawn.
 
     The model sees ``[eot] + prompt_ids`` (a new document starting with the
@@ -166,8 +193,9 @@ def write_sample(model, tokenizer, prompt_ids: list[int], *, max_new_tokens: int
     out.flush()
     try:
         if max_new_tokens > 0:
-            for t in model.stream(idx, max_new_tokens, temperature=temperature, top_k=top_k,
-                                  generator=generator, stop_token=stop):
+            for t in model.stream(
+                idx, max_new_tokens, temperature=temperature, top_k=top_k, generator=generator, stop_token=stop
+            ):
                 t = int(t[0])
                 if stop is not None and t == stop:
                     break
@@ -191,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.seed is not None and not -(2**63) <= args.seed < 2**64:  # what torch.Generator.manual_seed takes
             raise ValueError(f"--seed must be in [-2**63, 2**64), got {args.seed}")
         import torch
+
         from storygpt import load_checkpoint
         from storygpt.evaluate import resolve_checkpoint, resolve_device
 
@@ -210,9 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     if n_unk:
         names = ", ".join(unknown) if unknown else "?"
         word = "word is" if n_unk == 1 else "words are"
-        print(f"note: {n_unk} prompt {word} unknown to this {tok.kind}-level tokenizer and became "
-              f"{tok.id_to_token(tok.unk_id) if hasattr(tok, 'id_to_token') else '<unk>'}: {names}",
-              file=sys.stderr)
+        print(
+            f"note: {n_unk} prompt {word} unknown to this {tok.kind}-level tokenizer and became "
+            f"{tok.id_to_token(tok.unk_id) if hasattr(tok, 'id_to_token') else '<unk>'}: {names}",
+            file=sys.stderr,
+        )
     stop = None if args.no_stop else tok.eot_id
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
@@ -220,8 +251,16 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.num_samples):
             if args.num_samples > 1:
                 print(f"--- sample {i + 1}/{args.num_samples} ---", flush=True)
-            write_sample(model, tok, prompt_ids, max_new_tokens=args.max_new_tokens,
-                         temperature=args.temperature, top_k=args.top_k or None, generator=generator, stop=stop)
+            write_sample(
+                model,
+                tok,
+                prompt_ids,
+                max_new_tokens=args.max_new_tokens,
+                temperature=args.temperature,
+                top_k=args.top_k or None,
+                generator=generator,
+                stop=stop,
+            )
             sys.stdout.write("\n")
             sys.stdout.flush()
     except KeyboardInterrupt:

@@ -4,6 +4,7 @@ All project metadata lives in ``pyproject.toml``; this file only declares the
 pybind11 extension so that ``pip install .`` / ``pip install -e .`` compile it
 with optimisation (-O3) and C++17.
 """
+
 import sys
 
 from pybind11.setup_helpers import Pybind11Extension, build_ext

@@ -15,6 +15,7 @@ Example::
 
     python benchmarks/bpe_bench.py ../shared/corpora/english_literature_plus_kjv.txt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,15 +48,21 @@ def _first_diff(a, b):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("textfile", help="UTF-8 text file to read the prefixes from")
-    p.add_argument("--sizes", default="0.1,1",
-                   help="comma-separated prefix sizes in MB (10**6 bytes) (default: 0.1,1)")
+    p.add_argument("--sizes", default="0.1,1", help="comma-separated prefix sizes in MB (10**6 bytes) (default: 0.1,1)")
     p.add_argument("--merges", type=int, default=500, help="number of merges to learn (default: 500)")
-    p.add_argument("--pattern", default="simple", choices=["simple", "gpt2", "gpt4"],
-                   help="pre-tokenization pattern (default: simple)")
-    p.add_argument("--tie-break", default="smallest_ids", choices=["smallest_ids", "largest_bytes"],
-                   help="training tie-break rule (default: smallest_ids)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="num_threads for C++ training (0 = all cores; default: 1)")
+    p.add_argument(
+        "--pattern",
+        default="simple",
+        choices=["simple", "gpt2", "gpt4"],
+        help="pre-tokenization pattern (default: simple)",
+    )
+    p.add_argument(
+        "--tie-break",
+        default="smallest_ids",
+        choices=["smallest_ids", "largest_bytes"],
+        help="training tie-break rule (default: smallest_ids)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="num_threads for C++ training (0 = all cores; default: 1)")
     p.add_argument("--repeats", type=int, default=3, help="C++ runs per measurement, best kept (default: 3)")
     args = p.parse_args(argv)
 
@@ -81,23 +88,27 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         ref_ids = ref_enc.encode(data)
         t_ref_enc = time.perf_counter() - t0
-        t_cpp_enc, cpp_ids = _best(
-            lambda: _bpe.Encoder(triples, pattern=args.pattern).encode(data), args.repeats
-        )
+        t_cpp_enc, cpp_ids = _best(lambda: _bpe.Encoder(triples, pattern=args.pattern).encode(data), args.repeats)
         cpp_ids = cpp_ids.tolist()
         if cpp_ids != ref_ids:
             print(f"MISMATCH in ids on {mb} MB: {_first_diff(ref_ids, cpp_ids)}")
             return 1
         rows.append((len(data), len(ref_merges), t_ref_train, t_cpp_train, len(ref_ids), t_ref_enc, t_cpp_enc))
 
-    print(f"file: {args.textfile}  pattern: {args.pattern}  tie_break: {args.tie_break}  "
-          f"C++ train threads: {args.threads}")
+    print(
+        f"file: {args.textfile}  pattern: {args.pattern}  tie_break: {args.tie_break}  "
+        f"C++ train threads: {args.threads}"
+    )
     print("merges and ids checked identical to the reference")
-    print(f"{'bytes':>10} {'merges':>6} | {'train ref s':>11} {'train C++ s':>11} {'speed-up':>9} | "
-          f"{'tokens':>8} {'enc ref s':>9} {'enc C++ s':>9} {'speed-up':>9}")
+    print(
+        f"{'bytes':>10} {'merges':>6} | {'train ref s':>11} {'train C++ s':>11} {'speed-up':>9} | "
+        f"{'tokens':>8} {'enc ref s':>9} {'enc C++ s':>9} {'speed-up':>9}"
+    )
     for n, m, trr, trc, nt, er, ec in rows:
-        print(f"{n:>10,} {m:>6} | {trr:>11.3f} {trc:>11.4f} {trr / trc:>8.0f}x | "
-              f"{nt:>8,} {er:>9.3f} {ec:>9.4f} {er / ec:>8.0f}x")
+        print(
+            f"{n:>10,} {m:>6} | {trr:>11.3f} {trc:>11.4f} {trr / trc:>8.0f}x | "
+            f"{nt:>8,} {er:>9.3f} {ec:>9.4f} {er / ec:>8.0f}x"
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ second (batch_size * block_size * steps / seconds), so pretrain.py's
 ``--dtype auto`` is a measured choice (figures in docs/training.md).
 The model flags default to pretrain.py's defaults.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,10 @@ from storygpt.model import GPT, GPTConfig  # noqa: E402
 
 def main(argv=None) -> list[dict]:
     d = pretrain.build_parser().parse_args([])
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=DefaultsOnceHelpFormatter)
-    p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size (default: %(default)s, the data.py --bpe default)")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=DefaultsOnceHelpFormatter)
+    p.add_argument(
+        "--vocab-size", type=int, default=8192, help="vocabulary size (default: %(default)s, the data.py --bpe default)"
+    )
     p.add_argument("--n-layer", type=int, default=d.n_layer, help="transformer blocks")
     p.add_argument("--n-head", type=int, default=d.n_head, help="attention heads")
     p.add_argument("--n-embd", type=int, default=d.n_embd, help="embedding width")
@@ -39,8 +41,11 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="windows per step")
     p.add_argument("--rope", action="store_true", help="rotary positions (default learned)")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps")
-    p.add_argument("--dtypes", default=None,
-                   help="comma-separated subset of float32,bfloat16,float16 (default: all the device offers)")
+    p.add_argument(
+        "--dtypes",
+        default=None,
+        help="comma-separated subset of float32,bfloat16,float16 (default: all the device offers)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     p.add_argument("--steps", type=int, default=10, help="timed steps")
@@ -56,12 +61,20 @@ def main(argv=None) -> list[dict]:
     else:
         offered = ["float32", "bfloat16"]
     dtypes = args.dtypes.split(",") if args.dtypes else offered
-    config = GPTConfig(vocab_size=args.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
-                       n_head=args.n_head, n_embd=args.n_embd, position="rope" if args.rope else "learned")
+    config = GPTConfig(
+        vocab_size=args.vocab_size,
+        block_size=args.block_size,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        n_embd=args.n_embd,
+        position="rope" if args.rope else "learned",
+    )
     tokens_per_step = args.batch_size * args.block_size
-    print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
-          f"n_layer={config.n_layer} n_head={config.n_head} n_embd={config.n_embd} block_size={config.block_size} "
-          f"batch_size={args.batch_size} vocab_size={config.vocab_size} position={config.position}")
+    print(
+        f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+        f"n_layer={config.n_layer} n_head={config.n_head} n_embd={config.n_embd} block_size={config.block_size} "
+        f"batch_size={args.batch_size} vocab_size={config.vocab_size} position={config.position}"
+    )
     results = []
     for name in dtypes:
         dtype = getattr(torch, name)
@@ -96,8 +109,11 @@ def main(argv=None) -> list[dict]:
         seconds = time.perf_counter() - t0
         tps = tokens_per_step * args.steps / seconds
         results.append({"dtype": name, "tokens_per_sec": tps, "ms_per_step": 1000 * seconds / args.steps})
-        print(f"{name:>9}: {tps:>12,.0f} tokens/s  ({1000 * seconds / args.steps:,.1f} ms/step, "
-              f"{model.num_parameters():,} parameters)", flush=True)
+        print(
+            f"{name:>9}: {tps:>12,.0f} tokens/s  ({1000 * seconds / args.steps:,.1f} ms/step, "
+            f"{model.num_parameters():,} parameters)",
+            flush=True,
+        )
     return results
 
 

@@ -27,6 +27,7 @@ Optional dependencies: ``pip install -e .[bench]`` (tiktoken, tokenizers,
 rustbpe).  GPT-2's files are read through tiktoken's cache: set
 ``TIKTOKEN_CACHE_DIR`` (``../shared/tiktoken_cache`` here); nothing downloads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,7 +90,10 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
         data = text.encode("utf-8")
         merges, times = _timed(
             lambda: _bpe.train(
-                data, vocab_size=vocab_size + 1, pattern=pattern, special_tokens=[EOT.encode()],
+                data,
+                vocab_size=vocab_size + 1,
+                pattern=pattern,
+                special_tokens=[EOT.encode()],
                 num_threads=threads,
             ),
             repeats,
@@ -100,6 +104,7 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
         pairs = [[vocab[a].hex(), vocab[b].hex()] for a, b in merges]
     elif lib == "rustbpe":
         import rustbpe
+
         from storygpt.tokenizers.bpe_reference import PATTERNS
 
         def run():
@@ -116,6 +121,7 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
         pairs = [_split_by_lower_ranks(vocab[r], r, inv) for r in range(256, len(vocab))]
     elif lib == "hf":
         from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
         from storygpt.tokenizers.bpe_reference import PATTERNS
 
         def run():
@@ -127,8 +133,10 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
                 ]
             )
             trainer = trainers.BpeTrainer(
-                vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                show_progress=False, special_tokens=[],
+                vocab_size=vocab_size,
+                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                show_progress=False,
+                special_tokens=[],
             )
             tok.train_from_iterator(docs, trainer)
             return tok
@@ -205,8 +213,14 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str) ->
         row = list(map(int, row))
         n += len(row)
         h.update(json.dumps(row).encode())
-    return {"times": times, "peak_mb": _peak_mb(), "base_mb": base, "ids_sha": h.hexdigest(),
-            "tokens": n, "bytes": sum(len(s.encode()) for s in inputs)}
+    return {
+        "times": times,
+        "peak_mb": _peak_mb(),
+        "base_mb": base,
+        "ids_sha": h.hexdigest(),
+        "tokens": n,
+        "bytes": sum(len(s.encode()) for s in inputs),
+    }
 
 
 # --------------------------------------------------------------------------- driver
@@ -217,7 +231,10 @@ def run_worker(spec: dict, threads: int) -> dict | None:
     env["OMP_NUM_THREADS"] = str(threads)
     proc = subprocess.run(
         [sys.executable, __file__, "--worker", json.dumps(spec)],
-        capture_output=True, text=True, env=env, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     if proc.returncode != 0:
         err = proc.stderr.strip().splitlines()
@@ -233,15 +250,23 @@ def _installed(mod: str) -> bool:
 
 
 def bench_train(args) -> list[str]:
-    libs = ["storygpt"] + [lib for lib, mod in (("rustbpe", "rustbpe"), ("hf", "tokenizers"))
-                           if _installed(mod) and lib in args.libraries]
+    libs = ["storygpt"] + [
+        lib for lib, mod in (("rustbpe", "rustbpe"), ("hf", "tokenizers")) if _installed(mod) and lib in args.libraries
+    ]
     rows = []
     for vocab_size in args.vocab_sizes:
         for threads in args.threads:
             results = {}
             for lib in libs:
-                spec = {"task": "train", "lib": lib, "path": args.file, "vocab_size": vocab_size,
-                        "threads": threads, "pattern": args.pattern, "repeats": args.repeats}
+                spec = {
+                    "task": "train",
+                    "lib": lib,
+                    "path": args.file,
+                    "vocab_size": vocab_size,
+                    "threads": threads,
+                    "pattern": args.pattern,
+                    "repeats": args.repeats,
+                }
                 results[lib] = run_worker(spec, threads)
             ours = results["storygpt"]
             if ours is None:
@@ -249,8 +274,11 @@ def bench_train(args) -> list[str]:
             if results.get("rustbpe") is not None:
                 theirs = results["rustbpe"]["merges"]
                 if theirs != ours["merges"]:
-                    first = next(i for i, (a, b) in enumerate(zip(theirs, ours["merges"])) if a != b) \
-                        if len(theirs) == len(ours["merges"]) else min(len(theirs), len(ours["merges"]))
+                    first = (
+                        next(i for i, (a, b) in enumerate(zip(theirs, ours["merges"])) if a != b)
+                        if len(theirs) == len(ours["merges"])
+                        else min(len(theirs), len(ours["merges"]))
+                    )
                     raise SystemExit(
                         f"MISMATCH: merges differ from rustbpe's at merge {first} "
                         f"(vocab {vocab_size}, {threads} threads); no times printed"
@@ -278,8 +306,14 @@ def bench_encode(args) -> list[str]:
     for mode, threads in cases:
         results = {}
         for lib in libs:
-            spec = {"task": "encode", "lib": lib, "path": args.file, "threads": threads,
-                    "repeats": args.repeats, "mode": mode}
+            spec = {
+                "task": "encode",
+                "lib": lib,
+                "path": args.file,
+                "threads": threads,
+                "repeats": args.repeats,
+                "mode": mode,
+            }
             results[lib] = run_worker(spec, threads)
         ref = results["tiktoken"]
         for lib in libs:
@@ -304,22 +338,39 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", help="UTF-8 text file, documents separated by <|endoftext|>")
     p.add_argument("--task", choices=["train", "encode", "all"], default="all", help="what to measure")
-    p.add_argument("--vocab-sizes", type=int, nargs="+", default=[8192, 32768],
-                   help="vocabulary sizes for training (256 bytes + merges)")
+    p.add_argument(
+        "--vocab-sizes",
+        type=int,
+        nargs="+",
+        default=[8192, 32768],
+        help="vocabulary sizes for training (256 bytes + merges)",
+    )
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts to measure")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement; the median is printed")
-    p.add_argument("--pattern", default="gpt2", choices=["simple", "gpt2", "gpt4"],
-                   help="pre-tokenization pattern for training (all libraries use the same regex)")
-    p.add_argument("--inputs", nargs="+", default=["long", "spaces", "letters", "noline", "batch"],
-                   choices=["long", "spaces", "letters", "noline", "batch"],
-                   help="encoding inputs: long = the whole file as one text, spaces = 100,000 spaces, "
-                        "letters = 100,000 'a', noline = a 1 MiB line without spaces, batch = the "
-                        "documents as a batch (once per --threads value)")
-    p.add_argument("--libraries", nargs="+", default=["rustbpe", "hf", "storygpt-np"],
-                   choices=["rustbpe", "hf", "storygpt-np"],
-                   help="optional rows besides storygpt (and tiktoken, the encoding reference): "
-                        "rustbpe and hf (Hugging Face tokenizers) when installed, storygpt-np = "
-                        "storygpt with numpy output")
+    p.add_argument(
+        "--pattern",
+        default="gpt2",
+        choices=["simple", "gpt2", "gpt4"],
+        help="pre-tokenization pattern for training (all libraries use the same regex)",
+    )
+    p.add_argument(
+        "--inputs",
+        nargs="+",
+        default=["long", "spaces", "letters", "noline", "batch"],
+        choices=["long", "spaces", "letters", "noline", "batch"],
+        help="encoding inputs: long = the whole file as one text, spaces = 100,000 spaces, "
+        "letters = 100,000 'a', noline = a 1 MiB line without spaces, batch = the "
+        "documents as a batch (once per --threads value)",
+    )
+    p.add_argument(
+        "--libraries",
+        nargs="+",
+        default=["rustbpe", "hf", "storygpt-np"],
+        choices=["rustbpe", "hf", "storygpt-np"],
+        help="optional rows besides storygpt (and tiktoken, the encoding reference): "
+        "rustbpe and hf (Hugging Face tokenizers) when installed, storygpt-np = "
+        "storygpt with numpy output",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -332,8 +383,10 @@ def main(argv=None) -> None:
         p.error("FILE is required")
     if not Path(args.file).is_file():
         p.error(f"no such file: {args.file}")
-    print(f"# {args.file} ({Path(args.file).stat().st_size / 1e6:.1f} MB), {os.cpu_count()} CPUs, "
-          f"median of {args.repeats} runs; ratio = time / storygpt's time")
+    print(
+        f"# {args.file} ({Path(args.file).stat().st_size / 1e6:.1f} MB), {os.cpu_count()} CPUs, "
+        f"median of {args.repeats} runs; ratio = time / storygpt's time"
+    )
     print("| task | vocab | threads | library | seconds | peak MB | MB above text | ratio | check |")
     print("|---|---|---|---|---|---|---|---|---|")
     if args.task in ("train", "all"):

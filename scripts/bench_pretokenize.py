@@ -9,6 +9,7 @@ C++ and reference chunks are identical.
 
 Usage: python scripts/bench_pretokenize.py [FILE] [--patterns gpt2 gpt4 simple] [--repeat 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from storygpt import _bpe
 from storygpt.tokenizers.bpe_reference import pretokenize as ref_pretokenize
 
-DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpora",
-                       "english_literature_plus_kjv.txt")
+DEFAULT = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpora", "english_literature_plus_kjv.txt"
+)
 
 
 def best_of(fn, repeat: int) -> float:
@@ -37,8 +39,12 @@ def best_of(fn, repeat: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Time C++ vs reference pre-tokenization (MB/s).")
     ap.add_argument("file", nargs="?", default=DEFAULT, help="input file (default: the shared English corpus)")
-    ap.add_argument("--patterns", nargs="+", default=["gpt2", "gpt4", "simple"],
-                    help="pattern names to time (default: gpt2 gpt4 simple)")
+    ap.add_argument(
+        "--patterns",
+        nargs="+",
+        default=["gpt2", "gpt4", "simple"],
+        help="pattern names to time (default: gpt2 gpt4 simple)",
+    )
     ap.add_argument("--repeat", type=int, default=5, help="timed runs of the C++ code; the best counts (default 5)")
     args = ap.parse_args(argv)
     with open(args.file, "rb") as f:
@@ -56,8 +62,10 @@ def main(argv=None) -> int:
         want = ref_pretokenize(data, p)
         t_ref = time.process_time() - t
         assert _bpe.pretokenize(data, p) == want, f"C++ and reference differ for {p}"
-        print(f"{p:8} {n:>10} {mb / t_split:>8.0f} MB/s {mb / t_list:>7.0f} MB/s {mb / t_ref:>7.1f} MB/s "
-              f"{t_ref / t_split:>8.0f}x")
+        print(
+            f"{p:8} {n:>10} {mb / t_split:>8.0f} MB/s {mb / t_list:>7.0f} MB/s {mb / t_ref:>7.1f} MB/s "
+            f"{t_ref / t_split:>8.0f}x"
+        )
     return 0
 
 

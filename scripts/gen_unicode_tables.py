@@ -27,6 +27,7 @@ Usage::
 
     python scripts/gen_unicode_tables.py [--out csrc/unicode_tables.h] [--block-bits 7]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -198,7 +199,9 @@ def main(argv=None) -> int:
         help="header to write (default: csrc/unicode_tables.h next to this script); written atomically",
     )
     ap.add_argument(
-        "--block-bits", type=int, default=7,
+        "--block-bits",
+        type=int,
+        default=7,
         help="log2 of the block size of the two-stage table (default 7: blocks of 128 code points)",
     )
     args = ap.parse_args(argv)

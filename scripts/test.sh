@@ -9,6 +9,10 @@ STORYGPT_EXTRAS=test . "$ROOT/scripts/setup_env.sh"
 if [ -z "${TIKTOKEN_CACHE_DIR:-}" ] && [ -d "$ROOT/../shared/tiktoken_cache" ]; then
     export TIKTOKEN_CACHE_DIR="$ROOT/../shared/tiktoken_cache"
 fi
+# Lint and format check first (configuration in pyproject.toml).
+echo ">> ruff check; ruff format --check"
+ruff check --quiet .
+ruff format --check --quiet .
 if [ "$#" -eq 0 ]; then
     set -- -m "not slow"
 fi

@@ -5,13 +5,15 @@ checkpoints, metrics) goes through :func:`atomic_write`, so an interrupted run
 never leaves a half-written file under the final name and the previous
 version stays readable until the new one is complete.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 
 def file_mode() -> int:

@@ -14,6 +14,7 @@ A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
 Files are written atomically (a temporary file in the same folder, fsync, then
 ``os.replace``), so a crash never leaves a half-written checkpoint behind.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,7 +46,7 @@ def clean_state_dict(state_dict: dict) -> dict:
             changed = False
             for prefix in ("_orig_mod.", "module."):
                 if key.startswith(prefix):
-                    key = key[len(prefix):]
+                    key = key[len(prefix) :]
                     changed = True
         out[key] = value
     return out
@@ -91,8 +92,10 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         head = f.read(4)
     # torch.save writes a zip archive; files from torch < 1.6 start with a pickle protocol marker
     if not (head.startswith(b"PK") or head.startswith(b"\x80")):
-        raise CheckpointError(f"{path}: not a checkpoint file (a torch.save file starts with a zip or pickle "
-                              f"header; this one starts with {head!r})")
+        raise CheckpointError(
+            f"{path}: not a checkpoint file (a torch.save file starts with a zip or pickle "
+            f"header; this one starts with {head!r})"
+        )
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # the unpickler raises many kinds (EOFError, IndexError, UnpicklingError...)
@@ -199,8 +202,13 @@ def rng_state() -> dict:
     state = {
         "torch": torch.get_rng_state(),
         "cuda": [s for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else [],
-        "numpy": {"kind": str(kind), "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
-                  "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "numpy": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "python": [int(version), [int(x) for x in internal], gauss_next],
     }
     return state
@@ -212,8 +220,9 @@ def set_rng_state(state: dict) -> None:
     if state.get("cuda") and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
     n = state["numpy"]
-    np.random.set_state((n["kind"], n["keys"].cpu().numpy().astype(np.uint32), n["pos"], n["has_gauss"],
-                         n["cached_gaussian"]))
+    np.random.set_state(
+        (n["kind"], n["keys"].cpu().numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"])
+    )
     version, internal, gauss_next = state["python"]
     random.setstate((version, tuple(internal), gauss_next))
 

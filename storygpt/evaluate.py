@@ -43,12 +43,14 @@ but (after the first window) with at least ``block_size - stride`` tokens of
 context (the sliding-window evaluation described in the Hugging Face
 "Perplexity of fixed-length models" guide).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -415,9 +417,9 @@ def evaluate_bits(
                             f"token id {int(y.max())} is outside the model's vocabulary of {vocab}: "
                             "the tokenizer does not belong to this model"
                         )
-                    nll = F.cross_entropy(
-                        logits.float().reshape(-1, vocab), y.reshape(-1), reduction="none"
-                    ).view(len(batch), length)
+                    nll = F.cross_entropy(logits.float().reshape(-1, vocab), y.reshape(-1), reduction="none").view(
+                        len(batch), length
+                    )
                     # target of column t is stream token b + 1 + t; keep those >= first_scored
                     pos = torch.arange(1, length + 1, device=nll.device)
                     starts = torch.tensor([b for b, _, _ in batch], device=nll.device)

@@ -1,4 +1,5 @@
 """An argparse help formatter that states each flag's default exactly once."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,10 @@ class DefaultsOnceHelpFormatter(argparse.HelpFormatter):
             return help_text
         if action.default is None or action.default is argparse.SUPPRESS or action.default == "":
             return help_text
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction,
-                               argparse._VersionAction)):
+        if isinstance(
+            action,
+            (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction, argparse._VersionAction),
+        ):
             return help_text
         if not action.option_strings:
             return help_text

@@ -5,6 +5,7 @@ tests that need them skip with a reason that names the missing folder.
 Importing this module points ``TIKTOKEN_CACHE_DIR`` at the shared cache (when
 it is unset), so tiktoken never downloads.
 """
+
 import os
 import pathlib
 

@@ -1,4 +1,5 @@
 """storygpt.atomic: the one place files are written atomically."""
+
 import os
 
 import pytest
@@ -9,7 +10,7 @@ from storygpt.atomic import atomic_write, file_mode, write_bytes, write_text
 def test_write_text_and_bytes(tmp_path):
     p = tmp_path / "sub" / "a.txt"
     write_text(p, "héllo\nworld\n")
-    assert p.read_bytes() == "héllo\nworld\n".encode("utf-8")
+    assert p.read_bytes() == "héllo\nworld\n".encode()
     write_bytes(p, b"\x00\xff")
     assert p.read_bytes() == b"\x00\xff"
     assert os.stat(p).st_mode & 0o777 == file_mode()

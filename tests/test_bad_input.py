@@ -4,6 +4,7 @@ argument (no traceback, a non-zero exit), and nothing lost (atomic files, resuma
 Each test is a regression test for a problem found by trying to break storygpt; the comment says what
 happened before the fix.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,15 +21,33 @@ import bits  # noqa: E402
 import data as data_cli  # noqa: E402
 import pretrain  # noqa: E402
 import sample  # noqa: E402
-
 from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoint  # noqa: E402
 from storygpt.evaluate import resolve_device  # noqa: E402
 from storygpt.tokenizers import BPETokenizer, WordTokenizer, load  # noqa: E402
 
-WORDS = ("the cat sat on a mat and the dog ran to the log while a bird sang in the old tree "
-         "near the river where children played all day long").split()
-TINY = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4",
-        "--eval-windows", "2", "--eval-interval", "2", "--no-progress", "--threads", "1"]
+WORDS = (
+    "the cat sat on a mat and the dog ran to the log while a bird sang in the old tree "
+    "near the river where children played all day long"
+).split()
+TINY = [
+    "--n-layer",
+    "1",
+    "--n-head",
+    "2",
+    "--n-embd",
+    "16",
+    "--block-size",
+    "16",
+    "--batch-size",
+    "4",
+    "--eval-windows",
+    "2",
+    "--eval-interval",
+    "2",
+    "--no-progress",
+    "--threads",
+    "1",
+]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -54,10 +73,29 @@ def work(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad")
     src = root / "tiny.txt"
     src.write_text(corpus_text(), encoding="utf-8")
-    assert data_cli.main(["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--bpe",
-                          "--vocab-size", "300", "--threads", "1"]) == 0
-    assert data_cli.main(["--train-file", str(src), "--out", str(root / "data"), "--quiet",
-                          "--vocab-size", "60", "--threads", "1"]) == 0
+    assert (
+        data_cli.main(
+            [
+                "--train-file",
+                str(src),
+                "--out",
+                str(root / "data"),
+                "--quiet",
+                "--bpe",
+                "--vocab-size",
+                "300",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
+    assert (
+        data_cli.main(
+            ["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--vocab-size", "60", "--threads", "1"]
+        )
+        == 0
+    )
     corpus = root / "data" / "tiny"
     pretrain.main(["--data", str(corpus), "--bpe", "--out-dir", str(root / "ck"), "--max-steps", "2", *TINY])
     return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "pretrain-bpe" / "ckpt.pt"}
@@ -66,7 +104,7 @@ def work(tmp_path_factory):
 def one_error_line(err: str, tool: str) -> str:
     """The stderr of a failed run: one ``tool: error: ...`` line, no traceback."""
     assert "Traceback" not in err, err
-    lines = [l for l in err.splitlines() if l.startswith(f"{tool}: error: ")]
+    lines = [line for line in err.splitlines() if line.startswith(f"{tool}: error: ")]
     assert len(lines) == 1, err
     return lines[0]
 
@@ -91,8 +129,21 @@ def test_data_single_line_document_names_the_file(work, capsys):
 @pytest.mark.parametrize("value", ["10000000000000000000000", str((1 << 26) + 1)])
 def test_data_huge_bpe_vocab_size(work, capsys, value):
     # before: a pybind11 TypeError traceback that printed the whole training text
-    assert data_cli.main(["--train-file", str(work["src"]), "--out", str(work["root"] / "o"), "--quiet",
-                          "--bpe", "--vocab-size", value]) == 1
+    assert (
+        data_cli.main(
+            [
+                "--train-file",
+                str(work["src"]),
+                "--out",
+                str(work["root"] / "o"),
+                "--quiet",
+                "--bpe",
+                "--vocab-size",
+                value,
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     msg = one_error_line(err, "data.py")
     assert "vocab_size" in msg and "too large" in msg and len(err) < 500
@@ -101,8 +152,12 @@ def test_data_huge_bpe_vocab_size(work, capsys, value):
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_data_batch_chars_must_be_positive(work, capsys, value):
     # before: accepted silently
-    assert data_cli.main(["--train-file", str(work["src"]), "--out", str(work["root"] / "o"), "--quiet",
-                          "--batch-chars", value]) == 2
+    assert (
+        data_cli.main(
+            ["--train-file", str(work["src"]), "--out", str(work["root"] / "o"), "--quiet", "--batch-chars", value]
+        )
+        == 2
+    )
     assert "--batch-chars" in one_error_line(capsys.readouterr().err, "data.py")
 
 
@@ -147,8 +202,10 @@ def run_pretrain(work, *extra):
     return pretrain.main(["--data", str(work["corpus"]), "--out-dir", str(work["root"] / "ck2"), *TINY, *extra])
 
 
-@pytest.mark.parametrize("flag,value", [("--lr", "nan"), ("--minutes", "nan"), ("--minutes", "inf"),
-                                        ("--min-lr", "inf"), ("--grad-clip", "nan")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [("--lr", "nan"), ("--minutes", "nan"), ("--minutes", "inf"), ("--min-lr", "inf"), ("--grad-clip", "nan")],
+)
 def test_pretrain_non_finite_floats(work, capsys, flag, value):
     # before: tracebacks from torch.optim (lr nan) or tqdm (minutes nan/inf)
     with pytest.raises(SystemExit) as e:
@@ -158,7 +215,9 @@ def test_pretrain_non_finite_floats(work, capsys, flag, value):
     assert flag in msg and "finite" in msg
 
 
-@pytest.mark.parametrize("device,words", [("banana", "not a device name"), ("cuda:99", r"(CUDA is not available|only \d+ CUDA)")])
+@pytest.mark.parametrize(
+    "device,words", [("banana", "not a device name"), ("cuda:99", r"(CUDA is not available|only \d+ CUDA)")]
+)
 def test_pretrain_bad_device(work, device, words):
     # before: RuntimeError / AttributeError tracebacks from torch
     if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.device_count() > 99:
@@ -188,7 +247,9 @@ def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(work, tmp_pa
     d.mkdir()
     for name in ("tokenizer-word.json", "train-word.bin", "valid-word.bin"):
         (d / name).write_bytes((work["corpus"] / name).read_bytes())
-    with pytest.raises(SystemExit, match=r"tokenizer-bpe.json not found, but .* holds the word token files: drop --bpe"):
+    with pytest.raises(
+        SystemExit, match=r"tokenizer-bpe.json not found, but .* holds the word token files: drop --bpe"
+    ):
         pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY])
 
 
@@ -209,8 +270,20 @@ def test_pretrain_negative_weight_decay(work, capsys):
 
 def test_pretrain_too_many_threads_are_capped(work, tmp_path, capsys):
     # before: --threads 100000 killed the process with a segfault (OpenMP could not start the threads)
-    m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(tmp_path), *TINY,
-                       "--max-steps", "1", "--threads", "100000"])
+    m = pretrain.main(
+        [
+            "--data",
+            str(work["corpus"]),
+            "--bpe",
+            "--out-dir",
+            str(tmp_path),
+            *TINY,
+            "--max-steps",
+            "1",
+            "--threads",
+            "100000",
+        ]
+    )
     assert m["steps"] == 1
     assert "--threads 100000 is more than the" in capsys.readouterr().out
     assert torch.get_num_threads() == pretrain.usable_cores()
@@ -238,8 +311,11 @@ def test_pretrain_token_file_with_ids_outside_the_vocabulary(work, tmp_path):
     raw[-20:] = b"\xff" * 20  # uint16 ids 65535 at the last 10 positions
     (d / "train-bpe.bin").write_bytes(bytes(raw))
     n = (len(raw) - 64) // 2
-    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: {d}/train-bpe.bin: token id 65535 at position "
-                                         rf"{n - 10:,} is outside the vocabulary \(vocab_size 300\)"):
+    with pytest.raises(
+        SystemExit,
+        match=rf"^pretrain.py: error: {d}/train-bpe.bin: token id 65535 at position "
+        rf"{n - 10:,} is outside the vocabulary \(vocab_size 300\)",
+    ):
         pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY, "--max-steps", "1"])
 
 
@@ -253,8 +329,11 @@ def test_pretrain_resume_after_the_corpus_folder_moved(work, tmp_path):
     pretrain.main(["--data", str(old), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
     new.parent.mkdir()
     old.rename(new)
-    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; "
-                                         "pass --data"):
+    with pytest.raises(
+        SystemExit,
+        match=rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; "
+        "pass --data",
+    ):
         pretrain.main(["--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
     m = pretrain.main(["--data", str(new), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
     assert m["steps"] == 4
@@ -278,8 +357,9 @@ def test_pretrain_kill9_leftovers_removed_and_run_resumes(work, tmp_path):
     stale_new = run_dir / ".ckpt.pt.efgh5678.tmp"
     stale_new.write_bytes(b"PK\x03\x04 half a checkpoint")
     assert read_checkpoint(run_dir / "ckpt.pt")["step"] == 2  # the last good checkpoint is readable
-    m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY,
-                       "--max-steps", "4", "--resume"])
+    m = pretrain.main(
+        ["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"]
+    )
     assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["step"] == 4
     assert not stale.exists() and not stale_new.exists()  # before: left behind for ever
 
@@ -293,8 +373,20 @@ def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(work, tmp_path):
 
     out = tmp_path / "ck"
     ckpt = out / "pretrain-bpe" / "ckpt.pt"
-    cmd = [sys.executable, str(REPO / "pretrain.py"), "--data", str(work["corpus"]), "--bpe", "--out-dir", str(out),
-           *TINY, "--eval-interval", "5", "--minutes", "2"]
+    cmd = [
+        sys.executable,
+        str(REPO / "pretrain.py"),
+        "--data",
+        str(work["corpus"]),
+        "--bpe",
+        "--out-dir",
+        str(out),
+        *TINY,
+        "--eval-interval",
+        "5",
+        "--minutes",
+        "2",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -310,8 +402,9 @@ def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(work, tmp_path):
     assert "Traceback" not in err and "interrupted: checkpoint written at step" in rest
     step = read_checkpoint(out / "pretrain-bpe" / "ckpt.pt")["step"]
     assert step > 0
-    m = pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY,
-                       "--max-steps", str(step + 1), "--resume"])
+    m = pretrain.main(
+        ["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", str(step + 1), "--resume"]
+    )
     assert m["steps"] == step + 1
 
 
@@ -327,13 +420,20 @@ def test_pretrain_resume_from_truncated_checkpoint_keeps_it(work, tmp_path):
 
 
 # ----------------------------------------------------------------------------- sample.py / bits.py
-@pytest.mark.parametrize("flag,value", [("--temperature", "nan"), ("--temperature", "inf"),
-                                        ("--seed", str(2**70)), ("--device", "banana")])
+@pytest.mark.parametrize(
+    "flag,value", [("--temperature", "nan"), ("--temperature", "inf"), ("--seed", str(2**70)), ("--device", "banana")]
+)
 def test_sample_bad_flags(work, capsys, flag, value):
     # before: tracebacks (multinomial on nan probabilities; seed overflow); for --device a misleading
     # "cannot read checkpoint (corrupt or truncated file?)"
-    assert sample.main([str(work["ckpt"]), flag, value, "--max-new-tokens", "2", "--seed", "1"]
-                       if flag != "--seed" else [str(work["ckpt"]), flag, value, "--max-new-tokens", "2"]) == 2
+    assert (
+        sample.main(
+            [str(work["ckpt"]), flag, value, "--max-new-tokens", "2", "--seed", "1"]
+            if flag != "--seed"
+            else [str(work["ckpt"]), flag, value, "--max-new-tokens", "2"]
+        )
+        == 2
+    )
     msg = one_error_line(capsys.readouterr().err, "sample.py")
     assert flag in msg and "corrupt" not in msg
 
@@ -373,10 +473,15 @@ def test_tokenizer_load_on_a_folder(work):
         load(work["root"])
 
 
-@pytest.mark.parametrize("vocab_size,exc,words", [(300.5, TypeError, "vocab_size must be an integer"),
-                                                  ("300", TypeError, "vocab_size must be an integer"),
-                                                  (10**30, ValueError, "too large"),
-                                                  ((1 << 26) + 1, ValueError, "too large")])
+@pytest.mark.parametrize(
+    "vocab_size,exc,words",
+    [
+        (300.5, TypeError, "vocab_size must be an integer"),
+        ("300", TypeError, "vocab_size must be an integer"),
+        (10**30, ValueError, "too large"),
+        ((1 << 26) + 1, ValueError, "too large"),
+    ],
+)
 def test_bpe_train_vocab_size_type_and_range(vocab_size, exc, words):
     # before: pybind11 "incompatible function arguments" TypeError that quoted all the training text
     with pytest.raises(exc, match=words) as e:
@@ -508,11 +613,14 @@ def test_cpp_train_missing_file_names_it(tmp_path):
         BPETokenizer.train([tmp_path / "nope.txt"], 300)
 
 
-@pytest.mark.parametrize("edit,words", [
-    (lambda d: d["merges"][0].__setitem__(2, 5), r"merge 0: token 5 = b'\\x05' is not"),  # new id = a byte's id
-    (lambda d: d["merges"][1].__setitem__(2, d["merges"][0][2]), "merge 1: token"),      # two merges, one id
-    (lambda d: d["merges"].__setitem__(0, [297, 296, 256]), "merge 0"),                  # refers to later ids
-])
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        (lambda d: d["merges"][0].__setitem__(2, 5), r"merge 0: token 5 = b'\\x05' is not"),  # new id = a byte's id
+        (lambda d: d["merges"][1].__setitem__(2, d["merges"][0][2]), "merge 1: token"),  # two merges, one id
+        (lambda d: d["merges"].__setitem__(0, [297, 296, 256]), "merge 0"),  # refers to later ids
+    ],
+)
 def test_tokenizer_file_with_malformed_merges(work, tmp_path, edit, words):
     # the C++ Encoder itself accepts the first two (reported); the Python layer checks every merge's bytes
     d = json.loads((work["corpus"] / "tokenizer-bpe.json").read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ by hand) on a tiny causal model trained in the test, and against the closed
 form log2(V) * tokens / characters for a model that predicts the uniform
 distribution.
 """
+
 from __future__ import annotations
 
 import math
@@ -151,7 +152,9 @@ def direct_nats(model, ids, block_size, stride):
 # text handling
 # --------------------------------------------------------------------------
 def test_split_documents_drops_separator_lines_and_their_new_lines():
-    text = "first doc\r\nline two\n<|endoftext|>\nsecond\n <|endoftext|> \n\n<|endoftext|>\nthird <|endoftext|> inline\n"
+    text = (
+        "first doc\r\nline two\n<|endoftext|>\nsecond\n <|endoftext|> \n\n<|endoftext|>\nthird <|endoftext|> inline\n"
+    )
     assert split_documents(text) == ["first doc\nline two", "second", "third <|endoftext|> inline"]
     assert split_documents("no separator\n\n") == ["no separator\n"]
     assert split_documents("<|endoftext|>\n") == []
@@ -256,7 +259,9 @@ def test_uniform_model_gives_log2_vocab_times_tokens_per_character():
         tokens = sum(len(tok.encode_ordinary(d)) for d in docs) + len(docs) - 1
         assert res.tokens == tokens
         assert res.characters == chars
-        assert res.bits_per_character == pytest.approx(math.log2(tok.vocab_size) * tokens / chars, rel=1e-6)  # float32 log-softmax
+        assert res.bits_per_character == pytest.approx(
+            math.log2(tok.vocab_size) * tokens / chars, rel=1e-6
+        )  # float32 log-softmax
     # unknown share: "zebra" is the one word outside the word vocabulary
     res = evaluate_bits(Uniform(word.vocab_size), word, docs, block_size=4)
     assert res.unknown_tokens == 1
@@ -310,8 +315,10 @@ def story_docs(n, seed):
     feel = ["fun", "sad", "good", "strange"]
     docs = []
     for _ in range(n):
-        lines = [f"{rng.choice(names)} {rng.choice(verbs)} {rng.choice(things)}. It was {rng.choice(feel)}!"
-                 for _ in range(rng.randint(2, 4))]
+        lines = [
+            f"{rng.choice(names)} {rng.choice(verbs)} {rng.choice(things)}. It was {rng.choice(feel)}!"
+            for _ in range(rng.randint(2, 4))
+        ]
         docs.append("\n".join(lines))
     return docs
 
@@ -343,8 +350,7 @@ def make_run(folder, kind, data_dir, corpus, train_docs, *, steps=15, block_size
         ids += tok.encode_ordinary(d) + [tok.eot_id]
     data = torch.tensor(ids)
     torch.manual_seed(seed)
-    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=block_size, n_layer=1, n_head=2, n_embd=32,
-                    position="rope")
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=block_size, n_layer=1, n_head=2, n_embd=32, position="rope")
     model = GPT(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     for _ in range(steps):
@@ -359,10 +365,16 @@ def make_run(folder, kind, data_dir, corpus, train_docs, *, steps=15, block_size
         with torch.no_grad():
             model.lm_head.weight.zero_()  # logits exactly 0: the uniform distribution
     folder.mkdir(parents=True, exist_ok=True)
-    save_checkpoint(folder / "best.pt", {
-        "model": model.state_dict(), "config": cfg.to_dict(), "tokenizer": tok.to_dict(),
-        "data_dir": str(data_dir), "corpus": corpus,
-    })
+    save_checkpoint(
+        folder / "best.pt",
+        {
+            "model": model.state_dict(),
+            "config": cfg.to_dict(),
+            "tokenizer": tok.to_dict(),
+            "data_dir": str(data_dir),
+            "corpus": corpus,
+        },
+    )
     return folder / "best.pt"
 
 
@@ -388,8 +400,9 @@ def run_bits(capsys, *argv):
 def test_cli_equals_a_direct_computation(corpus, capsys):
     from storygpt import load_checkpoint
 
-    rc, out, err = run_bits(capsys, corpus["runs"]["word"], corpus["runs"]["bpe"], "--json", "--device", "cpu",
-                            "--batch-size", "3")
+    rc, out, err = run_bits(
+        capsys, corpus["runs"]["word"], corpus["runs"]["bpe"], "--json", "--device", "cpu", "--batch-size", "3"
+    )
     assert rc == 0, err
     report = json.loads(out)
     valid = corpus["valid"]
@@ -416,14 +429,16 @@ def test_cli_equals_a_direct_computation(corpus, capsys):
 
 
 def test_cli_uniform_model_gives_log2_vocab(corpus, capsys, tmp_path):
-    ck = make_run(tmp_path / "uniform-bpe", "bpe", corpus["data_dir"], "stories", corpus["train"], steps=0,
-                  zero_head=True)
+    ck = make_run(
+        tmp_path / "uniform-bpe", "bpe", corpus["data_dir"], "stories", corpus["train"], steps=0, zero_head=True
+    )
     rc, out, err = run_bits(capsys, ck, "--json", "--device", "cpu", "--chars", 200)
     assert rc == 0, err
     row = json.loads(out)["results"][0]
     assert row["characters"] in (199, 200)
     assert row["bits_per_character"] == pytest.approx(
-        math.log2(row["vocab_size"]) * row["tokens"] / row["characters"], rel=1e-6)
+        math.log2(row["vocab_size"]) * row["tokens"] / row["characters"], rel=1e-6
+    )
 
 
 def test_cli_table_and_caveat(corpus, capsys):

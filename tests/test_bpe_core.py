@@ -5,6 +5,7 @@ encodings of long runs, and round trips.  Real-text cases read
 ``../shared/corpora/english_literature_plus_kjv.txt`` and skip when it is
 absent; every other case carries its own text.
 """
+
 from __future__ import annotations
 
 import random
@@ -39,7 +40,7 @@ def _small_text(seed: int = 0, n_words: int = 3000) -> bytes:
     rng = random.Random(seed)
     out = []
     syllables = ["ka", "lo", "mi", "ren", "sto", "ry", "bel", "qu", "ox", "zan", "pé", "ü", "th", "ing"]
-    for i in range(n_words):
+    for _ in range(n_words):
         if rng.random() < 0.3:  # invented words give the trainer plenty of pairs
             w = "".join(rng.choice(syllables) for _ in range(rng.randint(1, 4)))
         else:
@@ -320,7 +321,7 @@ def test_encoder_rejects_malformed_input():
 # --------------------------------------------------------------------------
 
 ROUND_TRIP = {
-    "story": "Once upon a time, a little girl named Lily found a shiny red ball in the park.".encode(),
+    "story": b"Once upon a time, a little girl named Lily found a shiny red ball in the park.",
     "accents_japanese_emoji": "Café naïve Ærøskøbing — 東京は晴れです 🌸🙂 fin.".encode(),
     "whitespace": b"two  spaces\n\nblank line above\tand a tab  \n  \n",
     "invalid_utf8": b"ok \xff\xfe bad \xc3( half \xe3\x81 end\x80",
@@ -611,8 +612,7 @@ def test_gpt2_vocabulary_known_answers_and_tiktoken():
     known = {
         "Hello, do you like tea? ": [15496, 11, 466, 345, 588, 8887, 30, 220],
         "Akwirw ier": [33901, 86, 343, 86, 220, 959],
-        " In the sunlit terraces of someunknownPlace.": [554, 262, 4252, 18250, 8812, 2114, 286, 617,
-                                                         34680, 27271, 13],
+        " In the sunlit terraces of someunknownPlace.": [554, 262, 4252, 18250, 8812, 2114, 286, 617, 34680, 27271, 13],
         "This is some text": [1212, 318, 617, 2420],
         "do do": [4598, 466],
     }

@@ -1,4 +1,5 @@
 """Tests for corpora, splitting, token files and data.py (storygpt.data)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -79,8 +80,8 @@ def test_read_documents_errors(tmp_path):
     with pytest.raises(ValueError, match="no documents"):
         corpora.read_documents(only_sep)
     latin1 = tmp_path / "latin1.txt"
-    latin1.write_bytes("héllo wörld".encode("utf-8") + b"\nna\xefve\n")  # 0xef starts a 3-byte seq, 'v' breaks it
-    good = len("héllo wörld".encode("utf-8")) + 3
+    latin1.write_bytes("héllo wörld".encode() + b"\nna\xefve\n")  # 0xef starts a 3-byte seq, 'v' breaks it
+    good = len("héllo wörld".encode()) + 3
     with pytest.raises(ValueError, match=rf"latin1.txt: not UTF-8 .* byte offset {good}\b"):
         corpora.read_documents(latin1)
 
@@ -357,8 +358,18 @@ def test_cli_help_explains_every_flag():
     for action in parser._actions:
         assert action.help, f"flag {action.option_strings} has no help"
     text = parser.format_help()
-    for flag in ["--bpe", "--corpus", "--sdist", "--train-file", "--valid-file", "--name", "--out",
-                 "--vocab-size", "--pattern", "--threads"]:
+    for flag in [
+        "--bpe",
+        "--corpus",
+        "--sdist",
+        "--train-file",
+        "--valid-file",
+        "--name",
+        "--out",
+        "--vocab-size",
+        "--pattern",
+        "--threads",
+    ]:
         assert flag in text
 
 
@@ -398,8 +409,9 @@ def prepared(tmp_path_factory):
     train, valid = corpora.split_documents(TINY_DOCS, 0.25)
     corpus = Corpus("tiny", train, valid, "TINY_DOCS")
     stats = {
-        "bpe": prepare("bpe", corpus, out, vocab_size=300, pattern="gpt4", num_threads=2, batch_chars=64,
-                       progress=False),
+        "bpe": prepare(
+            "bpe", corpus, out, vocab_size=300, pattern="gpt4", num_threads=2, batch_chars=64, progress=False
+        ),
         "word": prepare("word", corpus, out, vocab_size=30, num_threads=2, batch_chars=64, progress=False),
     }
     return out / "tiny", corpus, stats
@@ -410,8 +422,11 @@ def test_prepare_writes_every_file(prepared):
     names = sorted(p.name for p in folder.iterdir())
     assert names == sorted(
         ["train.txt", "valid.txt"]
-        + [f"{f}-{k}.{e}" for k in ("bpe", "word") for f, e in
-           (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"), ("stats", "json"))]
+        + [
+            f"{f}-{k}.{e}"
+            for k in ("bpe", "word")
+            for f, e in (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"), ("stats", "json"))
+        ]
     )
     assert corpora.read_documents(folder / "train.txt") == corpus.train
     assert corpora.read_documents(folder / "valid.txt") == corpus.valid
@@ -560,9 +575,24 @@ def test_data_py_subprocess(tmp_path):
     corpora.write_documents(src, TINY_DOCS)
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "data.py"), "--bpe", "--train-file", str(src), "--out", str(out),
-         "--vocab-size", "300", "--threads", "2", "--quiet"],
-        capture_output=True, text=True, cwd=str(tmp_path), timeout=120,
+        [
+            sys.executable,
+            str(ROOT / "data.py"),
+            "--bpe",
+            "--train-file",
+            str(src),
+            "--out",
+            str(out),
+            "--vocab-size",
+            "300",
+            "--threads",
+            "2",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")},
     )
     assert proc.returncode == 0, proc.stderr
@@ -581,14 +611,28 @@ def test_data_py_tinystories_from_local_mirror(tmp_path, capsys):
     served.mkdir()
     train_docs, valid_docs = TINY_DOCS[:9], TINY_DOCS[9:]
     (served / corpora.TINYSTORIES_FILES["train"]).write_text(
-        "".join(d + "\n<|endoftext|>\n" for d in train_docs), encoding="utf-8")
+        "".join(d + "\n<|endoftext|>\n" for d in train_docs), encoding="utf-8"
+    )
     (served / corpora.TINYSTORIES_FILES["valid"]).write_text(
-        "".join(d + "\n<|endoftext|>\n" for d in valid_docs), encoding="utf-8")
+        "".join(d + "\n<|endoftext|>\n" for d in valid_docs), encoding="utf-8"
+    )
     server = _LocalServer(served)
     try:
         out = tmp_path / "out"
-        rc, cap = _run_main(["--corpus", "tinystories", "--tinystories-url", server.url, "--out", str(out),
-                             "--vocab-size", "40", "--quiet"], capsys)
+        rc, cap = _run_main(
+            [
+                "--corpus",
+                "tinystories",
+                "--tinystories-url",
+                server.url,
+                "--out",
+                str(out),
+                "--vocab-size",
+                "40",
+                "--quiet",
+            ],
+            capsys,
+        )
     finally:
         server.close()
     assert rc == 0, cap.err

@@ -10,6 +10,7 @@
 Every text here is letters only, so with the "simple" pattern (and GPT-2's for
 the tiktoken cases) each text is a single chunk.
 """
+
 from __future__ import annotations
 
 import os

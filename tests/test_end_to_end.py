@@ -5,6 +5,7 @@ runs, a few steps), bits.py and sample.py, all through the README's main-job
 script, in a temporary folder.  The install step is skipped
 (STORYGPT_SKIP_SETUP=1): the test runs in the environment that runs the tests.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,17 +21,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TINY_MODEL = ("--n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --max-steps 12 "
-              "--eval-interval 6 --eval-windows 4 --no-progress --threads 1")
+TINY_MODEL = (
+    "--n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --max-steps 12 "
+    "--eval-interval 6 --eval-windows 4 --no-progress --threads 1"
+)
 
 
 def _ready():
-    missing = [f for f in ("data.py", "pretrain.py", "bits.py", "sample.py", "scripts/main_job.sh")
-               if not (ROOT / f).is_file()]
+    missing = [
+        f for f in ("data.py", "pretrain.py", "bits.py", "sample.py", "scripts/main_job.sh") if not (ROOT / f).is_file()
+    ]
     if missing:
         pytest.skip(f"the pipeline is not complete in this checkout (missing {missing})")
     try:
         import storygpt._bpe  # noqa: F401
+
         from storygpt.model import GPT  # noqa: F401
     except ImportError as e:
         pytest.skip(f"storygpt is not built or incomplete: {e}")
@@ -40,24 +45,37 @@ def stories(n, seed):
     rng = random.Random(seed)
     names, verbs = ["Tom", "Lily", "Sam", "Mia"], ["saw", "found", "liked", "lost"]
     things = ["a red ball", "the big dog", "a small cat", "the old tree"]
-    return ["\n".join(f"{rng.choice(names)} {rng.choice(verbs)} {rng.choice(things)}. It was fun!"
-                      for _ in range(rng.randint(2, 5))) for _ in range(n)]
+    return [
+        "\n".join(
+            f"{rng.choice(names)} {rng.choice(verbs)} {rng.choice(things)}. It was fun!"
+            for _ in range(rng.randint(2, 5))
+        )
+        for _ in range(n)
+    ]
 
 
 def main_job(tmp_path, **env):
     e = dict(os.environ)
     e.update(
-        STORYGPT_SKIP_SETUP="1", DATA_ROOT=str(tmp_path / "data"), CKPT_ROOT=str(tmp_path / "ck"),
-        CORPUS="tiny", DATA_ARGS=f"--train-file {tmp_path / 'tiny.txt'} --vocab-size 300 --quiet",
-        PRETRAIN_ARGS=TINY_MODEL, SAMPLE_TOKENS="12", MINUTES="1", DEVICE="cpu", PROMPT="Tom saw",
+        STORYGPT_SKIP_SETUP="1",
+        DATA_ROOT=str(tmp_path / "data"),
+        CKPT_ROOT=str(tmp_path / "ck"),
+        CORPUS="tiny",
+        DATA_ARGS=f"--train-file {tmp_path / 'tiny.txt'} --vocab-size 300 --quiet",
+        PRETRAIN_ARGS=TINY_MODEL,
+        SAMPLE_TOKENS="12",
+        MINUTES="1",
+        DEVICE="cpu",
+        PROMPT="Tom saw",
         PATH=str(Path(sys.executable).parent) + os.pathsep + e.get("PATH", ""),
         PYTHONPATH=str(ROOT) + os.pathsep + e.get("PYTHONPATH", ""),
         OMP_NUM_THREADS="1",  # tiny models: one thread is faster, above all on a busy machine
     )
     e.update(env)
     t0 = time.perf_counter()
-    p = subprocess.run(["bash", str(ROOT / "scripts" / "main_job.sh")], env=e, capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "main_job.sh")], env=e, capture_output=True, text=True, timeout=300
+    )
     return p, time.perf_counter() - t0
 
 
@@ -68,8 +86,14 @@ def check_output(p, tmp_path):
         assert (tmp_path / "data" / "tiny" / f).is_file()
     for run in ("pretrain-rope", "pretrain-rope-bpe"):
         assert (tmp_path / "ck" / run / "best.pt").is_file()
-    rows = {m.group(1): m.groups() for m in re.finditer(
-        r"^(pretrain-rope(?:-bpe)?)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$", out, re.M)}
+    rows = {
+        m.group(1): m.groups()
+        for m in re.finditer(
+            r"^(pretrain-rope(?:-bpe)?)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$",
+            out,
+            re.M,
+        )
+    }
     assert set(rows) == {"pretrain-rope", "pretrain-rope-bpe"}, out
     bpe, word = rows["pretrain-rope-bpe"], rows["pretrain-rope"]
     assert bpe[1] == "bpe" and word[1] == "word"

@@ -1,4 +1,5 @@
 """Tests of storygpt.model: rotary embeddings, forward pass, generation with a KV cache, learning."""
+
 import math
 
 import pytest
@@ -217,7 +218,7 @@ def test_stream_stop_token_greedy_and_callback():
     seen = []
     out = model.generate(prompt, 10, temperature=0, stop_token=stop, callback=lambda t: seen.append(t.item()))
     assert out[0].tolist() == greedy[0, : first + 1].tolist()
-    assert seen == greedy[0, 4: first + 1].tolist()
+    assert seen == greedy[0, 4 : first + 1].tolist()
     assert [t.item() for t in model.stream(prompt, 3, temperature=0)] == greedy[0, 4:7].tolist()
 
 
@@ -233,8 +234,8 @@ def test_tiny_model_learns(position):
     losses = []
     for _ in range(40):
         ix = torch.randint(0, len(data) - 17, (8,), generator=g)
-        x = torch.stack([data[i:i + 16] for i in ix])
-        y = torch.stack([data[i + 1:i + 17] for i in ix])
+        x = torch.stack([data[i : i + 16] for i in ix])
+        y = torch.stack([data[i + 1 : i + 17] for i in ix])
         _, loss = model(x, y)
         opt.zero_grad()
         loss.backward()

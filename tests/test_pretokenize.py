@@ -6,6 +6,7 @@ Oracle: ``storygpt.tokenizers.bpe_reference.pretokenize``, which runs the
 the ``regex`` package itself for the Unicode tables, and a few hand-computed
 chunk lists.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -21,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storygpt import _bpe
-from storygpt.tokenizers.bpe_reference import PATTERNS, pretokenize as ref_pretokenize
+from storygpt.tokenizers.bpe_reference import PATTERNS
+from storygpt.tokenizers.bpe_reference import pretokenize as ref_pretokenize
 
 ALL = ("simple", "gpt2", "gpt4")
 UNICODE = ("gpt2", "gpt4")
@@ -38,7 +40,7 @@ def check(data: bytes, pattern: str) -> list[bytes]:
         k = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         raise AssertionError(
             f"pattern {pattern!r}, input {data[:80]!r}...: first difference at chunk {k}: "
-            f"C++ {got[k:k + 3]!r} vs reference {want[k:k + 3]!r}"
+            f"C++ {got[k : k + 3]!r} vs reference {want[k : k + 3]!r}"
         )
     assert b"".join(got) == data
     assert all(got)
@@ -60,7 +62,7 @@ def test_char_classes_match_installed_regex_for_every_code_point(all_code_points
     want = bytearray(MAX_CP)
     for cls, pat in ((1, r"\p{L}+"), (2, r"\p{N}+"), (3, r"\s+")):
         for m in regex.finditer(pat, all_code_points):
-            want[m.start():m.end()] = bytes([cls]) * (m.end() - m.start())
+            want[m.start() : m.end()] = bytes([cls]) * (m.end() - m.start())
     if bytes(want) != table:
         bad = [cp for cp in range(MAX_CP) if want[cp] != table[cp]]
         pytest.fail(
@@ -75,8 +77,12 @@ def test_committed_header_is_generator_output(tmp_path):
     # writes with the installed regex (comments and the version string aside).
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     out = tmp_path / "unicode_tables.h"
-    subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_unicode_tables.py"), "--out", str(out)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, os.path.join(root, "scripts", "gen_unicode_tables.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
     def body(text: str) -> list[str]:
         return [ln for ln in text.splitlines() if not ln.startswith("//") and "kRegexVersion" not in ln]
@@ -84,7 +90,8 @@ def test_committed_header_is_generator_output(tmp_path):
     with open(os.path.join(root, "csrc", "unicode_tables.h"), encoding="ascii") as f:
         committed = f.read()
     assert body(out.read_text(encoding="ascii")) == body(committed), (
-        "csrc/unicode_tables.h is stale; regenerate with: python scripts/gen_unicode_tables.py")
+        "csrc/unicode_tables.h is stale; regenerate with: python scripts/gen_unicode_tables.py"
+    )
 
 
 def test_char_classes_spot_values():
@@ -108,8 +115,33 @@ def test_decoder_matches_python_for_all_one_and_two_byte_strings():
 
 
 # Every boundary of Table 3-7 plus ASCII.
-_EDGE_BYTES = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF,
-               0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+_EDGE_BYTES = [
+    0x00,
+    0x41,
+    0x7F,
+    0x80,
+    0x8F,
+    0x90,
+    0x9F,
+    0xA0,
+    0xBF,
+    0xC0,
+    0xC1,
+    0xC2,
+    0xDF,
+    0xE0,
+    0xE1,
+    0xEC,
+    0xED,
+    0xEE,
+    0xEF,
+    0xF0,
+    0xF1,
+    0xF3,
+    0xF4,
+    0xF5,
+    0xFF,
+]
 
 
 def test_decoder_matches_python_on_edge_bytes_exhaustively_up_to_four():
@@ -123,8 +155,9 @@ def test_decoder_matches_python_on_edge_bytes_exhaustively_up_to_four():
 def test_decoder_matches_python_on_random_three_to_eight_bytes():
     rng = random.Random(1234)
     for _ in range(100_000):
-        data = bytes(rng.randrange(256) if rng.random() < 0.5 else rng.choice(_EDGE_BYTES)
-                     for _ in range(rng.randint(3, 8)))
+        data = bytes(
+            rng.randrange(256) if rng.random() < 0.5 else rng.choice(_EDGE_BYTES) for _ in range(rng.randint(3, 8))
+        )
         want = [ord(c) for c in data.decode("utf-8", "surrogateescape")]
         assert _bpe._decode_utf8_surrogateescape(data) == want, data
 
@@ -248,8 +281,24 @@ def test_letter_runs_across_simd_blocks():
     # The C++ letter-run (and simple word-run) scans read 16 bytes at a time (SSE2); exercise every
     # run length and position around the block edges, ASCII neighbours of the
     # letter ranges ('@', '[', '`', '{'), non-ASCII letters and invalid bytes.
-    terminators = [b"", b"@", b"[", b"`", b"{", b"0", b" ", b"\n", b"'", b"\x7f", b"\xc3\xa9x", b"\xff",
-                   b"\xd0\x96", b"\xe4\xb8\xad", b"\xcc\x81", b"\xe2\x82"]
+    terminators = [
+        b"",
+        b"@",
+        b"[",
+        b"`",
+        b"{",
+        b"0",
+        b" ",
+        b"\n",
+        b"'",
+        b"\x7f",
+        b"\xc3\xa9x",
+        b"\xff",
+        b"\xd0\x96",
+        b"\xe4\xb8\xad",
+        b"\xcc\x81",
+        b"\xe2\x82",
+    ]
     for prefix in (b"", b" ", b"'", b"..."):
         for k in range(0, 40):
             for t in terminators:
@@ -307,8 +356,20 @@ def test_invalid_bytes_act_like_punctuation():
         "é".encode() * 300_000,
         b"\xe2\x82" * 200_000,
     ],
-    ids=["100k_spaces_letter", "100k_spaces", "nl_then_spaces", "space_nl", "1M_letters", "300k_digits",
-         "1M_dots", "300k_nul", "300k_ff", "300k_cont", "300k_e_acute", "truncated_x200k"],
+    ids=[
+        "100k_spaces_letter",
+        "100k_spaces",
+        "nl_then_spaces",
+        "space_nl",
+        "1M_letters",
+        "300k_digits",
+        "1M_dots",
+        "300k_nul",
+        "300k_ff",
+        "300k_cont",
+        "300k_e_acute",
+        "truncated_x200k",
+    ],
 )
 def test_long_runs_match_reference(data, pattern):
     check(data, pattern)

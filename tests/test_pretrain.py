@@ -1,4 +1,5 @@
 """Tests of pretrain.py and storygpt.checkpoint: training, checkpoints, resume, errors, two processes."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,31 @@ def word_tokenizer():
 
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 60
-TINY_FLAGS = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "16", "--batch-size", "8",
-              "--lr", "1e-2", "--min-lr", "1e-3", "--warmup-steps", "2", "--eval-windows", "8", "--minutes", "100",
-              "--no-progress", "--threads", "1"]
+TINY_FLAGS = [
+    "--n-layer",
+    "1",
+    "--n-head",
+    "2",
+    "--n-embd",
+    "32",
+    "--block-size",
+    "16",
+    "--batch-size",
+    "8",
+    "--lr",
+    "1e-2",
+    "--min-lr",
+    "1e-3",
+    "--warmup-steps",
+    "2",
+    "--eval-windows",
+    "8",
+    "--minutes",
+    "100",
+    "--no-progress",
+    "--threads",
+    "1",
+]
 
 
 def make_corpus(root: Path, name="tiny", valid_text=None, kind="word") -> Path:
@@ -49,7 +72,7 @@ def make_corpus(root: Path, name="tiny", valid_text=None, kind="word") -> Path:
     d.mkdir(parents=True)
     tok.save(d / f"tokenizer-{kind}.json")
     write_tokens(d / f"train-{kind}.bin", np.array(tok.encode(TEXT[: len(TEXT) * 9 // 10])), tok)
-    valid = TEXT[len(TEXT) * 9 // 10:] if valid_text is None else valid_text
+    valid = TEXT[len(TEXT) * 9 // 10 :] if valid_text is None else valid_text
     write_tokens(d / f"valid-{kind}.bin", np.array(tok.encode(valid), dtype=np.int64), tok)
     return d
 
@@ -74,8 +97,20 @@ def test_pretrain_loss_falls_and_writes_checkpoints(tmp_path, capsys):
     assert saved["final_valid_loss"] == pytest.approx(m["final_valid_loss"]) and saved["steps"] == 40
     assert saved["parameters"] == m["parameters"] > 0 and saved["tokens_per_sec"] > 0
     ckpt = torch.load(run_dir / "ckpt.pt", weights_only=True)
-    for key in ("model", "config", "tokenizer", "data_dir", "corpus", "optimizer", "step", "tokens_seen",
-                "elapsed", "history", "rng", "args"):
+    for key in (
+        "model",
+        "config",
+        "tokenizer",
+        "data_dir",
+        "corpus",
+        "optimizer",
+        "step",
+        "tokens_seen",
+        "elapsed",
+        "history",
+        "rng",
+        "args",
+    ):
         assert key in ckpt, key
     assert ckpt["step"] == 40 and ckpt["corpus"] == "tiny" and Path(ckpt["data_dir"]).is_absolute()
     assert ckpt["config"]["position"] == "rope" and ckpt["config"]["vocab_size"] == vocab
@@ -86,7 +121,9 @@ def test_pretrain_loss_falls_and_writes_checkpoints(tmp_path, capsys):
     assert not model.training and tok.to_dict() == word_tokenizer().to_dict()
     x = torch.tensor([tok.encode(TEXT)[:17]])
     _, loss = model(x[:, :-1], x[:, 1:])
-    assert loss.item() == pytest.approx(m["history"][-1]["train_loss"], abs=0.5)  # the saved weights are the trained ones
+    assert loss.item() == pytest.approx(
+        m["history"][-1]["train_loss"], abs=0.5
+    )  # the saved weights are the trained ones
 
 
 def test_bpe_rope_run_and_load(tmp_path):
@@ -102,8 +139,13 @@ def test_bpe_rope_run_and_load(tmp_path):
 
 
 def test_run_names_and_refusal_to_overwrite(tmp_path):
-    names = {(r, b): pretrain.run_name_for(pretrain.build_parser().parse_args((["--rope"] if r else []) + (["--bpe"] if b else [])))
-             for r in (0, 1) for b in (0, 1)}
+    names = {
+        (r, b): pretrain.run_name_for(
+            pretrain.build_parser().parse_args((["--rope"] if r else []) + (["--bpe"] if b else []))
+        )
+        for r in (0, 1)
+        for b in (0, 1)
+    }
     assert names == {(0, 0): "pretrain", (1, 0): "pretrain-rope", (1, 1): "pretrain-rope-bpe", (0, 1): "pretrain-bpe"}
     data = make_corpus(tmp_path)
     run(data, tmp_path / "ck", "--max-steps", "2", "--eval-interval", "2")
@@ -200,11 +242,16 @@ def test_short_validation_file_and_bad_data(tmp_path, capsys):
 def tiny_checkpoint(vocab_size=None):
     tok = word_tokenizer()
     torch.manual_seed(0)
-    config = GPTConfig(vocab_size=vocab_size or tok.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=32,
-                       position="rope")
+    config = GPTConfig(
+        vocab_size=vocab_size or tok.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=32, position="rope"
+    )
     model = GPT(config)
-    return model, {"model": {"module." + k: v for k, v in model.state_dict().items()},
-                   "config": config.to_dict(), "tokenizer": tok.to_dict(), "step": 0}
+    return model, {
+        "model": {"module." + k: v for k, v in model.state_dict().items()},
+        "config": config.to_dict(),
+        "tokenizer": tok.to_dict(),
+        "step": 0,
+    }
 
 
 def test_checkpoint_round_trip_same_logits(tmp_path):
@@ -231,7 +278,7 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path):
         load_checkpoint(tmp_path / "junk.pt")
     bad = bytearray(raw)
     mid = len(bad) // 2
-    bad[mid: mid + 64] = b"\xff" * 64
+    bad[mid : mid + 64] = b"\xff" * 64
     (tmp_path / "flipped.pt").write_bytes(bytes(bad))
     with pytest.raises(CheckpointError, match=r"flipped\.pt"):
         load_checkpoint(tmp_path / "flipped.pt")
@@ -252,9 +299,26 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path):
 # ---------------------------------------------------------- two processes
 def test_two_process_run(tmp_path):
     data = make_corpus(tmp_path)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
-           str(REPO / "pretrain.py"), "--data", str(data), "--out-dir", str(tmp_path / "ck"), *TINY_FLAGS,
-           "--max-steps", "5", "--eval-interval", "5", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        str(REPO / "pretrain.py"),
+        "--data",
+        str(data),
+        "--out-dir",
+        str(tmp_path / "ck"),
+        *TINY_FLAGS,
+        "--max-steps",
+        "5",
+        "--eval-interval",
+        "5",
+        "--device",
+        "cpu",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -311,7 +375,8 @@ def test_resume_with_the_budget_spent_keeps_the_figures(tmp_path, capsys):
     del ckpt["train_time"]
     save_checkpoint(tmp_path / "ck" / "pretrain" / "ckpt.pt", ckpt)
     assert run(data, tmp_path / "ck", "--max-steps", "4", "--resume")["tokens_per_sec"] == pytest.approx(
-        saved["tokens_per_sec"])
+        saved["tokens_per_sec"]
+    )
 
 
 def test_help_states_each_default_once():
@@ -329,5 +394,9 @@ def test_help_states_each_default_once():
             has_default = action.default not in (None, False, "", argparse.SUPPRESS)
             assert "default" in own.lower() or not has_default, (action.dest, own)  # stated where there is one
     text = " ".join(pretrain.build_parser().format_help().split())
-    assert "--minutes MINUTES training time budget in minutes (wall clock, including evaluations) (default: 10.0)" in text
-    assert "(default: gpt4; docs/data.md explains the choice)" in " ".join(data_cli.build_parser().format_help().split())
+    assert (
+        "--minutes MINUTES training time budget in minutes (wall clock, including evaluations) (default: 10.0)" in text
+    )
+    assert "(default: gpt4; docs/data.md explains the choice)" in " ".join(
+        data_cli.build_parser().format_help().split()
+    )

@@ -1,4 +1,5 @@
 """sample.py: seeded, streamed, prompt as plain text, stop at <|endoftext|>, unknown words shown."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -40,8 +41,9 @@ def runs(tmp_path_factory):
     data_dir.mkdir(parents=True)
     train = kit.story_docs(60, 1)
     kit.write_docs(data_dir / "valid.txt", kit.story_docs(3, 2))
-    return {kind: kit.make_run(root / f"{kind}-run", kind, data_dir, "stories", train, steps=10)
-            for kind in ("word", "bpe")}
+    return {
+        kind: kit.make_run(root / f"{kind}-run", kind, data_dir, "stories", train, steps=10) for kind in ("word", "bpe")
+    }
 
 
 def run(capsys, *argv):
@@ -52,8 +54,18 @@ def run(capsys, *argv):
 
 def test_same_seed_same_text(runs, capsys):
     for kind in ("bpe", "word"):
-        args = (runs[kind], "--prompt", "Tom saw", "--max-new-tokens", 40, "--temperature", 1.0,
-                "--device", "cpu", "--no-stop")
+        args = (
+            runs[kind],
+            "--prompt",
+            "Tom saw",
+            "--max-new-tokens",
+            40,
+            "--temperature",
+            1.0,
+            "--device",
+            "cpu",
+            "--no-stop",
+        )
         rc1, a, _ = run(capsys, *args, "--seed", 7)
         rc2, b, _ = run(capsys, *args, "--seed", 7)
         rc3, c, _ = run(capsys, *args, "--seed", 8)
@@ -64,19 +76,42 @@ def test_same_seed_same_text(runs, capsys):
 
 
 def test_unseen_name_kept_by_bpe_and_shown_as_unknown_by_word(runs, capsys):
-    rc, out, err = run(capsys, runs["bpe"], "--prompt", "Zorblax saw a red ball", "--seed", 1,
-                       "--max-new-tokens", 5, "--device", "cpu")
+    rc, out, err = run(
+        capsys, runs["bpe"], "--prompt", "Zorblax saw a red ball", "--seed", 1, "--max-new-tokens", 5, "--device", "cpu"
+    )
     assert rc == 0 and out.startswith("Zorblax saw a red ball")
     assert "unknown" not in err
-    rc, out, err = run(capsys, runs["word"], "--prompt", "Zorblax saw a red ball", "--seed", 1,
-                       "--max-new-tokens", 5, "--device", "cpu")
+    rc, out, err = run(
+        capsys,
+        runs["word"],
+        "--prompt",
+        "Zorblax saw a red ball",
+        "--seed",
+        1,
+        "--max-new-tokens",
+        5,
+        "--device",
+        "cpu",
+    )
     assert rc == 0 and out.startswith("<unk> saw a red ball")
     assert "note: 1 prompt word is unknown to this word-level tokenizer and became <unk>: Zorblax" in err
 
 
 def test_prompt_is_plain_text_and_num_samples(runs, capsys):
-    rc, out, _ = run(capsys, runs["bpe"], "--prompt", "a <|endoftext|> b", "--max-new-tokens", 0,
-                     "--num-samples", 2, "--seed", 0, "--device", "cpu")
+    rc, out, _ = run(
+        capsys,
+        runs["bpe"],
+        "--prompt",
+        "a <|endoftext|> b",
+        "--max-new-tokens",
+        0,
+        "--num-samples",
+        2,
+        "--seed",
+        0,
+        "--device",
+        "cpu",
+    )
     assert rc == 0
     assert out == "--- sample 1/2 ---\na <|endoftext|> b\n--- sample 2/2 ---\na <|endoftext|> b\n"
 

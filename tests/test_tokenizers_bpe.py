@@ -3,18 +3,18 @@
 Oracles: GPT-2's published ids, ``tiktoken`` itself, and the plain-Python
 reference ``storygpt.tokenizers.bpe_reference``.
 """
+
 from __future__ import annotations
 
 import random
 
 import numpy as np
 import pytest
+from _shared import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs_cpp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference
-
-from _shared import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs_cpp
 
 CORPUS_FILES = ["english_literature_plus_kjv.txt", "russian_fortunes.txt", "chinese_fortunes.txt"]
 GPT2_ENCODER_JSON = CACHE / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6"
@@ -102,9 +102,14 @@ def test_cl100k_against_tiktoken_and_specials(backend):
     assert tok.vocab_size == enc.n_vocab == 100277
     assert tok.eot_id == 100257
     texts = [
-        "Hello world", "I'M HERE, it's   12345678 apples\n\n\tok", "  leading and trailing  \n",
-        "x<|endoftext|><|fim_prefix|>y<|endofprompt|>", "日本語のテキスト。", "Привет, мир!\r\n",
-        "'ll 've 're 'S", "emoji 🤖🤖 and \u00a0nbsp",
+        "Hello world",
+        "I'M HERE, it's   12345678 apples\n\n\tok",
+        "  leading and trailing  \n",
+        "x<|endoftext|><|fim_prefix|>y<|endofprompt|>",
+        "日本語のテキスト。",
+        "Привет, мир!\r\n",
+        "'ll 've 're 'S",
+        "emoji 🤖🤖 and \u00a0nbsp",
     ]
     for t in texts:
         assert tok.encode(t) == enc.encode(t, allowed_special="all"), t
@@ -181,8 +186,10 @@ def small_trained(backend: str, pattern: str = "simple", specials=("<pad>", EOT,
 
 
 def _small_trained(backend: str, pattern: str, specials) -> BPETokenizer:
-    text = ("the theme of the other thesis: there, then, they thought. " * 20 + "Сказка о рыбаке и рыбке.\n" * 5)
-    return BPETokenizer.train(text, vocab_size=256 + 40 + len(specials), pattern=pattern, special_tokens=specials, backend=backend)
+    text = "the theme of the other thesis: there, then, they thought. " * 20 + "Сказка о рыбаке и рыбке.\n" * 5
+    return BPETokenizer.train(
+        text, vocab_size=256 + 40 + len(specials), pattern=pattern, special_tokens=specials, backend=backend
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -203,8 +210,11 @@ def test_special_tokens_are_atomic(backend):
     # plain-text mode
     text = "a<|endoftext|>b<|end|>"
     plain = tok.encode(text, allowed_special=set())
-    assert plain == tok.encode_ordinary(text) == bpe_reference.encoder_from_merges(
-        [m[:2] for m in tok.merges]).encode(text.encode())
+    assert (
+        plain
+        == tok.encode_ordinary(text)
+        == bpe_reference.encoder_from_merges([m[:2] for m in tok.merges]).encode(text.encode())
+    )
     assert not set(plain) & {eot, end, pad}
     assert tok.encode(text, allowed_special={"<|end|>"}) == o("a<|endoftext|>b") + [end]
     assert tok.decode(tok.encode(text)) == text
@@ -240,7 +250,7 @@ def test_lone_surrogates_become_replacement_char(backend):
 
     enc = tiktoken.get_encoding("gpt2")
     tok = tiktoken_tok("gpt2", backend)
-    for t in ["a\ud800b", "\udcff", "x\ud83d\ude00y" .encode("utf-16", "surrogatepass").decode("utf-16"), "\ud83d"]:
+    for t in ["a\ud800b", "\udcff", "x\ud83d\ude00y".encode("utf-16", "surrogatepass").decode("utf-16"), "\ud83d"]:
         assert tok.encode(t) == enc.encode(t), repr(t)
     assert tok.encode("a\ud800b") == tok.encode("a\ufffdb")
 
@@ -286,7 +296,11 @@ def test_train_matches_reference(backend, pattern):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_train_min_frequency_and_tie_break(backend):
     text = "aaab abab bcbc cdcd dede xyxy " * 3 + "qq zz"
-    for kw in [dict(min_frequency=6), dict(tie_break="largest_bytes"), dict(min_frequency=4, tie_break="largest_bytes")]:
+    for kw in [
+        dict(min_frequency=6),
+        dict(tie_break="largest_bytes"),
+        dict(min_frequency=4, tie_break="largest_bytes"),
+    ]:
         tok = BPETokenizer.train(text, vocab_size=300, special_tokens=[EOT], backend=backend, **kw)
         want = bpe_reference.train(text, 300, "simple", [EOT.encode()], **kw)
         assert [m[:2] for m in tok.merges] == [tuple(m) for m in want], kw
@@ -307,8 +321,34 @@ def test_train_on_files_keeps_texts_apart(tmp_path, backend):
 
 
 _TEXT_ALPHABET = st.sampled_from(
-    ["the", " the", "me", " ", "  ", "\n", "\n\n", "\t", "1", "2024", "'s", "'", ".", "!?", "é", "中", "🤖",
-     "\u00a0", "\r\n", "<|endoftext|>", "<pad>", "<|end|>", "<|", "\ud800", "Сказка"])
+    [
+        "the",
+        " the",
+        "me",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "1",
+        "2024",
+        "'s",
+        "'",
+        ".",
+        "!?",
+        "é",
+        "中",
+        "🤖",
+        "\u00a0",
+        "\r\n",
+        "<|endoftext|>",
+        "<pad>",
+        "<|end|>",
+        "<|",
+        "\ud800",
+        "Сказка",
+    ]
+)
 
 
 @settings(max_examples=100, deadline=None)
@@ -321,7 +361,8 @@ def test_round_trip_and_backends_agree(pieces, pattern):
         ids = tok.encode(text)
         assert tok.decode(ids) == clean
         assert tok.encode_ordinary(text) == bpe_reference.encoder_from_merges(
-            [m[:2] for m in tok.merges], pattern).encode(clean.encode())
+            [m[:2] for m in tok.merges], pattern
+        ).encode(clean.encode())
         assert tok.encode_batch([text, clean]) == [ids, ids]
     if len(toks) == 2:
         assert toks[0].encode(text) == toks[1].encode(text)

@@ -1,18 +1,18 @@
 """Tokenizer files: lossless token encoding, save/load round trips, clear errors for bad files."""
+
 from __future__ import annotations
 
 import json
 import os
 
 import pytest
+from _shared import needs_cache  # also points TIKTOKEN_CACHE_DIR at ../shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import storygpt.tokenizers as T
 from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer
 from storygpt.tokenizers.io import token_from_json, token_to_json
-
-from _shared import needs_cache  # also points TIKTOKEN_CACHE_DIR at ../shared
 
 
 @pytest.mark.parametrize(
@@ -49,8 +49,13 @@ def test_token_from_json_rejects_garbage():
 def bytes_tokenizer() -> BPETokenizer:
     """A BPE tokenizer whose tokens include spaces, newlines and invalid UTF-8."""
     data = (b"line one\n\nline two\n\n  \xff\xfe\x00\x00 \xe2\x82\xac\xe2\x82 " * 30) + "Ωμέγα ".encode() * 5
-    return BPETokenizer.train(data, vocab_size=256 + 30 + 3, pattern="simple",
-                              special_tokens=("<pad>", EOT, "<|sp ace|>\n"), backend="reference")
+    return BPETokenizer.train(
+        data,
+        vocab_size=256 + 30 + 3,
+        pattern="simple",
+        special_tokens=("<pad>", EOT, "<|sp ace|>\n"),
+        backend="reference",
+    )
 
 
 def test_bpe_save_load_round_trip(tmp_path):
@@ -60,7 +65,12 @@ def test_bpe_save_load_round_trip(tmp_path):
     raw = path.read_text(encoding="utf-8")
     d = json.loads(raw)
     assert (d["format"], d["version"], d["kind"], d["pattern"], d["merge_rule"]) == (
-        "storygpt-tokenizer", 1, "bpe", "simple", "merges")
+        "storygpt-tokenizer",
+        1,
+        "bpe",
+        "simple",
+        "merges",
+    )
     tokens = [v for _, v in d["vocab"]]
     assert "\n\n" in tokens and any(isinstance(v, str) and " " in v and len(v) > 1 for v in tokens)
     assert {"hex": "ff"} in tokens and any(isinstance(v, dict) and len(v["hex"]) > 2 for v in tokens)

@@ -6,29 +6,32 @@ the wrong place would change the ids.  Checked on real files (all three
 patterns, with tiny buffers to force many cuts) and on adversarial random
 splits (hypothesis).
 """
+
 from __future__ import annotations
 
 import os
 import pathlib
 
 import pytest
+from _shared import CACHE, CORPORA, HAVE_CPP, HAVE_TIKTOKEN, needs_cache, needs_corpora
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, WordTokenizer
-
-from _shared import CACHE, CORPORA, HAVE_CPP, HAVE_TIKTOKEN, needs_cache, needs_corpora
 
 _TOKS: dict = {}
 
 
 def trained(pattern: str) -> BPETokenizer:
     if pattern not in _TOKS:
-        text = ("It's  the end.\n\n  Of the\tworld's 1234567 ends!!\r\n" * 20
-                + "Конец света.\n" * 10 + "  \n \n" * 5)
+        text = "It's  the end.\n\n  Of the\tworld's 1234567 ends!!\r\n" * 20 + "Конец света.\n" * 10 + "  \n \n" * 5
         _TOKS[pattern] = BPETokenizer.train(
-            text, vocab_size=256 + 60 + 4, pattern=pattern,
-            special_tokens=("<pad>", EOT, "<|e|>\n<|f|>", "<|sp ace|>"), backend="reference")
+            text,
+            vocab_size=256 + 60 + 4,
+            pattern=pattern,
+            special_tokens=("<pad>", EOT, "<|e|>\n<|f|>", "<|sp ace|>"),
+            backend="reference",
+        )
     return _TOKS[pattern]
 
 
@@ -86,14 +89,44 @@ def test_encode_iterable_whole_corpus_cpp(name):
         assert list(tok.encode_iterable(f, buffer_chars=100_000)) == tok.encode(text)
 
 
-_ALPHABET = ["a", "B", "1", "2", "'s", "'", ".", "!", " ", "  ", "\n", "\r\n", "\t", "é", "中", "\u00a0",
-             EOT, "<|e|>\n<|f|>", "<|", "e|>", "\n<|f", "|>", "<|sp ace|>", "<|sp", " ace|>",
-             "\ud83d", "\ude00"]  # a surrogate pair split across pieces still makes one character
+_ALPHABET = [
+    "a",
+    "B",
+    "1",
+    "2",
+    "'s",
+    "'",
+    ".",
+    "!",
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\t",
+    "é",
+    "中",
+    "\u00a0",
+    EOT,
+    "<|e|>\n<|f|>",
+    "<|",
+    "e|>",
+    "\n<|f",
+    "|>",
+    "<|sp ace|>",
+    "<|sp",
+    " ace|>",
+    "\ud83d",
+    "\ude00",
+]  # a surrogate pair split across pieces still makes one character
 
 
 @settings(max_examples=150, deadline=None)
-@given(pieces=st.lists(st.sampled_from(_ALPHABET), max_size=60), cuts=st.lists(st.integers(0, 400), max_size=12),
-       buffer=st.integers(1, 12), pattern=st.sampled_from(["simple", "gpt2", "gpt4"]))
+@given(
+    pieces=st.lists(st.sampled_from(_ALPHABET), max_size=60),
+    cuts=st.lists(st.integers(0, 400), max_size=12),
+    buffer=st.integers(1, 12),
+    pattern=st.sampled_from(["simple", "gpt2", "gpt4"]),
+)
 def test_encode_iterable_adversarial_splits(pieces, cuts, buffer, pattern):
     tok = trained(pattern)
     text = "".join(pieces)
@@ -101,12 +134,16 @@ def test_encode_iterable_adversarial_splits(pieces, cuts, buffer, pattern):
     lines = [text[a:b] for a, b in zip(bounds, bounds[1:])]
     for allowed in ["all", set()]:
         assert list(tok.encode_iterable(lines, allowed_special=allowed, buffer_chars=buffer)) == tok.encode(
-            text, allowed_special=allowed)
+            text, allowed_special=allowed
+        )
 
 
 @settings(max_examples=100, deadline=None)
-@given(pieces=st.lists(st.sampled_from(_ALPHABET), max_size=60), cuts=st.lists(st.integers(0, 400), max_size=12),
-       buffer=st.integers(1, 12))
+@given(
+    pieces=st.lists(st.sampled_from(_ALPHABET), max_size=60),
+    cuts=st.lists(st.integers(0, 400), max_size=12),
+    buffer=st.integers(1, 12),
+)
 def test_word_encode_iterable_adversarial_splits(pieces, cuts, buffer):
     tok = WordTokenizer.train(["a B 1 's . ! é 中 <|"], vocab_size=12)
     text = "".join(pieces)
@@ -144,4 +181,5 @@ def test_surrogate_pair_split_between_lines():
     assert want == tok.encode("ab 😀 cd e")
     assert list(tok.encode_iterable(lines, buffer_chars=1)) == want
     assert list(WordTokenizer.train(["ab"], 10).encode_iterable(lines, buffer_chars=1)) == WordTokenizer.train(
-        ["ab"], 10).encode("ab 😀 cd e")
+        ["ab"], 10
+    ).encode("ab 😀 cd e")

@@ -1,4 +1,5 @@
 """WordTokenizer: splitting, vocabulary choice, unknown rate, decode rules (exact strings)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -14,8 +15,30 @@ CORPORA = ROOT.parent / "shared" / "corpora"
 def test_split_words_and_punctuation_runs():
     text = '"Don\'t go (now)!" she said--3.14 times, 1,000 ways.\n\n  John’s well-known 中文。<|endoftext|>x'
     assert WordTokenizer.split(text) == [
-        '"', "Don't", "go", "(", "now", ')!"', "she", "said", "--", "3.14", "times", ",", "1,000",
-        "ways", ".", "John’s", "well", "-", "known", "中", "文", "。", EOT, "x",
+        '"',
+        "Don't",
+        "go",
+        "(",
+        "now",
+        ')!"',
+        "she",
+        "said",
+        "--",
+        "3.14",
+        "times",
+        ",",
+        "1,000",
+        "ways",
+        ".",
+        "John’s",
+        "well",
+        "-",
+        "known",
+        "中",
+        "文",
+        "。",
+        EOT,
+        "x",
     ]
     assert WordTokenizer.split("a<|endoftext|>b", allowed_special=set()) == ["a", "<|", "endoftext", "|>", "b"]
     assert WordTokenizer.split(".<|endoftext|>.") == [".", EOT, "."]

@@ -11,6 +11,7 @@ bytes with the lower-ranked tokens only, which leaves exactly two parts.
 Skipped when rustbpe is not installed (``pip install -e .[bench]``); the
 real-text case also skips when ``../shared/corpora`` is absent.
 """
+
 from __future__ import annotations
 
 import random
@@ -40,8 +41,11 @@ def _rustbpe_merges(docs: list[str], vocab_size: int, pattern: str) -> list[tupl
         parts = [bytes([b]) for b in by_rank[r]]
         while len(parts) > 2:  # lowest rank below r first, leftmost on ties
             best = min(
-                ((ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1)
-                 if ranks.get(parts[i] + parts[i + 1], r) < r),
+                (
+                    (ranks[parts[i] + parts[i + 1]], i)
+                    for i in range(len(parts) - 1)
+                    if ranks.get(parts[i] + parts[i + 1], r) < r
+                ),
                 default=None,
             )
             assert best is not None, f"rustbpe token {by_rank[r]!r} (rank {r}) is not a merge of lower tokens"
@@ -55,8 +59,13 @@ def _rustbpe_merges(docs: list[str], vocab_size: int, pattern: str) -> list[tupl
 def _storygpt_merges(docs: list[str], vocab_size: int, pattern: str, threads: int) -> list[tuple[bytes, bytes]]:
     # the documents joined by the separator, which is a special token: the
     # same texts rustbpe sees one by one (vocab_size + 1 holds the special token)
-    merges = _bpe.train(EOT.join(docs).encode("utf-8"), vocab_size=vocab_size + 1, pattern=pattern,
-                        special_tokens=[EOT.encode()], num_threads=threads)
+    merges = _bpe.train(
+        EOT.join(docs).encode("utf-8"),
+        vocab_size=vocab_size + 1,
+        pattern=pattern,
+        special_tokens=[EOT.encode()],
+        num_threads=threads,
+    )
     vocab = [bytes([b]) for b in range(256)]
     for a, b in merges:
         vocab.append(vocab[a] + vocab[b])
@@ -90,8 +99,7 @@ def test_merges_identical_when_ties_abound():
     """Random words over a 4-letter alphabet: many pairs share the top count at every step."""
     rng = random.Random(7)
     docs = [
-        " ".join("".join(rng.choice("abcd") for _ in range(rng.randint(1, 6))) for _ in range(400))
-        for _ in range(5)
+        " ".join("".join(rng.choice("abcd") for _ in range(rng.randint(1, 6))) for _ in range(400)) for _ in range(5)
     ]
     theirs = _rustbpe_merges(docs, 600, "gpt2")
     ours = _storygpt_merges(docs, 600, "gpt2", 1)

@@ -1,4 +1,5 @@
 """Token files and corpora for storygpt."""
+
 from .binfile import TokenWriter, dtype_for_vocab, read_header, read_tokens, write_tokens
 from .corpora import (
     EOT,

@@ -15,6 +15,7 @@ Ids are stored as uint16 when the vocabulary has at most 65,536 tokens, else
 uint32.  :func:`read_tokens` returns a read-only ``numpy.memmap`` over the ids,
 so training never loads a whole corpus into memory.
 """
+
 from __future__ import annotations
 
 import os
@@ -126,7 +127,7 @@ class TokenWriter:
         aborted = _Aborted()
         self._atomic.__exit__(_Aborted, aborted, None)  # closes and removes the temporary file
 
-    def __enter__(self) -> "TokenWriter":
+    def __enter__(self) -> TokenWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

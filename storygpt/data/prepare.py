@@ -23,15 +23,17 @@ through the C++ encoder (``num_threads`` threads) straight into a
 :class:`~storygpt.data.binfile.TokenWriter`, so besides the documents
 themselves memory holds only one batch of ids.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -114,15 +116,22 @@ def get_corpus(
         valid_set = set(valid)
         held = [n for n, t in works if t in valid_set]
         notes.append("held-out works: " + ", ".join(held))
-        return Corpus(name or "shakespeare", train, valid, f"{path} ({len(works)} works)",
-                      time.perf_counter() - t0, notes)
+        return Corpus(
+            name or "shakespeare", train, valid, f"{path} ({len(works)} works)", time.perf_counter() - t0, notes
+        )
     if corpus == "tinystories":
         files = corpora.fetch_tinystories(downloads / "tinystories", tinystories_url)
         t0 = time.perf_counter()
         train = corpora.read_tinystories(files["train"])
         valid = corpora.read_tinystories(files["valid"])
-        return Corpus(name or "tinystories", train, valid, f"{files['train'].name} + {files['valid'].name}",
-                      time.perf_counter() - t0, notes)
+        return Corpus(
+            name or "tinystories",
+            train,
+            valid,
+            f"{files['train'].name} + {files['valid'].name}",
+            time.perf_counter() - t0,
+            notes,
+        )
     raise ValueError(f"unknown corpus {corpus!r}; expected 'shakespeare' or 'tinystories' (or use --train-file)")
 
 
@@ -154,8 +163,9 @@ def train_tokenizer(
         source: Any = [str(train_txt)]
     else:
         source = corpora.EOT.join(train_docs)
-    return BPETokenizer.train(source, vocab_size, pattern=pattern, special_tokens=SPECIAL_TOKENS,
-                              num_threads=num_threads)
+    return BPETokenizer.train(
+        source, vocab_size, pattern=pattern, special_tokens=SPECIAL_TOKENS, num_threads=num_threads
+    )
 
 
 def _batches(docs: Sequence[str], batch_chars: int):
@@ -202,9 +212,10 @@ def encode_documents(
     n_chars = sum(len(d) for d in docs)
     encode_s = write_s = 0.0
     doc_tokens = unk_count = 0
-    with TokenWriter(path, tokenizer) as w, tqdm(
-        total=n_chars, unit="char", unit_scale=True, desc=desc or Path(path).name, disable=not progress
-    ) as bar:
+    with (
+        TokenWriter(path, tokenizer) as w,
+        tqdm(total=n_chars, unit="char", unit_scale=True, desc=desc or Path(path).name, disable=not progress) as bar,
+    ):
         for lo, hi in _batches(docs, batch_chars):
             t0 = time.perf_counter()
             flat, offsets = tokenizer.encode_batch_numpy(
@@ -252,8 +263,12 @@ UNSEEN_NAME = "Zorblax"
 def demo(tokenizer, text: str) -> dict:
     """Tokens (as strings), ids and the decoded text for ``text``."""
     ids = [int(i) for i in tokenizer.encode_ordinary(text)]
-    return {"text": text, "ids": ids, "tokens": [tokenizer.id_to_token(i) for i in ids],
-            "decoded": tokenizer.decode(ids)}
+    return {
+        "text": text,
+        "ids": ids,
+        "tokens": [tokenizer.id_to_token(i) for i in ids],
+        "decoded": tokenizer.decode(ids),
+    }
 
 
 def _same_documents(path: Path, docs: Sequence[str]) -> bool:
@@ -317,8 +332,15 @@ def prepare(
     save_tokenizer(tok, folder / f"tokenizer-{kind}.json")
     splits = {}
     for split, docs in (("train", corpus.train), ("valid", corpus.valid)):
-        splits[split] = encode_documents(tok, docs, folder / f"{split}-{kind}.bin", num_threads,
-                                         batch_chars, desc=f"encode {split}", progress=progress)
+        splits[split] = encode_documents(
+            tok,
+            docs,
+            folder / f"{split}-{kind}.bin",
+            num_threads,
+            batch_chars,
+            desc=f"encode {split}",
+            progress=progress,
+        )
     stats = {
         "corpus": corpus.name,
         "source": corpus.source,

@@ -24,11 +24,12 @@ learned positions there is no embedding beyond ``block_size``; once the
 sequence is longer than that, every step recomputes the last ``block_size``
 tokens from position 0 (the classic cropped-context behaviour).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
-from typing import Callable, Iterator
 
 import torch
 import torch.nn as nn
@@ -90,7 +91,7 @@ class GPTConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "GPTConfig":
+    def from_dict(cls, d: dict) -> GPTConfig:
         """Build a config from :meth:`to_dict` output; ValueError on unknown or missing keys."""
         if not isinstance(d, dict):
             raise ValueError(f"GPTConfig.from_dict needs a dict, got {type(d).__name__}")
@@ -190,7 +191,11 @@ class CausalSelfAttention(nn.Module):
                 t_past = k.size(2) - T
                 mask = torch.ones(T, k.size(2), dtype=torch.bool, device=x.device).tril(diagonal=t_past)
         y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal and T > 1,
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            is_causal=causal and T > 1,
             dropout_p=self.dropout if self.training else 0.0,
         )
         y = y.transpose(1, 2).contiguous().view(B, T, C)
@@ -379,8 +384,10 @@ class GPT(nn.Module):
                 h, cache = self._hidden(seq[:, -1:], pos, cache)
                 pos += 1
             if cache is not None and rope:  # keep the last block_size-1 keys/values
-                cache = [(k[:, :, -(bs - 1):], v[:, :, -(bs - 1):]) if bs > 1 else (k[:, :, :0], v[:, :, :0])
-                         for k, v in cache]
+                cache = [
+                    (k[:, :, -(bs - 1) :], v[:, :, -(bs - 1) :]) if bs > 1 else (k[:, :, :0], v[:, :, :0])
+                    for k, v in cache
+                ]
             logits = self.lm_head(h[:, -1, :]).float()
             nxt = self._sample(logits, temperature, top_k, generator)
             if stop_token is not None:

@@ -9,6 +9,7 @@ Both tokenizers implement :class:`Tokenizer` (docs/design.md, docs/tokenizers.md
 :func:`load` reads any tokenizer file and returns the right class;
 :func:`from_dict` does the same for a dict (e.g. from a checkpoint).
 """
+
 from .base import EOT, Tokenizer
 from .bpe import BPETokenizer, gpt2_bytes_to_unicode
 from .io import FORMAT_VERSION, TokenizerFileError, from_dict, load

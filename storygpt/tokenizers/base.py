@@ -4,13 +4,14 @@ The model and the command-line tools only use this interface, so they work with
 :class:`~storygpt.tokenizers.BPETokenizer` and
 :class:`~storygpt.tokenizers.WordTokenizer` alike.
 """
+
 from __future__ import annotations
 
 import hashlib
 import operator
 import os
 from abc import ABC, abstractmethod
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -92,7 +93,9 @@ class Tokenizer(ABC):
         ids = np.fromiter((t for x in lists for t in x), dtype=np.uint32, count=int(offsets[-1]))
         return ids, offsets
 
-    def encode_iterable(self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20) -> Iterator[int]:
+    def encode_iterable(
+        self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20
+    ) -> Iterator[int]:
         """Lazily encode the concatenation of ``lines`` (e.g. an open text file).
 
         Text is buffered until about ``buffer_chars`` characters are held;
@@ -170,7 +173,7 @@ class Tokenizer(ABC):
 
     @classmethod
     @abstractmethod
-    def from_dict(cls, d: dict, **kwargs) -> "Tokenizer":
+    def from_dict(cls, d: dict, **kwargs) -> Tokenizer:
         """Inverse of :meth:`to_dict` (raises ``TokenizerFileError`` on bad content)."""
 
     def save(self, path: str | os.PathLike) -> None:
@@ -178,7 +181,7 @@ class Tokenizer(ABC):
         _io.write_json_atomic(path, self.to_dict())
 
     @classmethod
-    def load(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
+    def load(cls, path: str | os.PathLike, **kwargs) -> Tokenizer:
         """Load a file written by :meth:`save`.
 
         Raises:

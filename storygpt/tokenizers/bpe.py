@@ -18,10 +18,11 @@ Two merge rules exist (recorded as ``"merge_rule"`` in the file):
   every ``(a, b, id(a + b))`` with ``a``, ``b`` and ``a + b`` all tokens, with
   rank ``id(a + b)``.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
@@ -170,8 +171,7 @@ class BPETokenizer(Tokenizer):
                         raise ValueError(f"merge {k} ({a}, {b}) -> {new} uses id {t}, not in the vocabulary")
                 if self._vocab[a] + self._vocab[b] != self._vocab[new]:
                     raise ValueError(
-                        f"merge {k}: token {new} = {self._vocab[new]!r} is not "
-                        f"{self._vocab[a]!r} + {self._vocab[b]!r}"
+                        f"merge {k}: token {new} = {self._vocab[new]!r} is not {self._vocab[a]!r} + {self._vocab[b]!r}"
                     )
             enc_merges, enc_ranks = self._merges, None
         else:
@@ -223,9 +223,7 @@ class BPETokenizer(Tokenizer):
             if len(merges) == before:
                 unreachable.append(b)
         if unreachable:
-            raise ValueError(
-                f"{len(unreachable)} tokens cannot be split into two tokens, e.g. {unreachable[0]!r}"
-            )
+            raise ValueError(f"{len(unreachable)} tokens cannot be split into two tokens, e.g. {unreachable[0]!r}")
         return merges, ranks
 
     # ------------------------------------------------------------ construction
@@ -240,7 +238,7 @@ class BPETokenizer(Tokenizer):
         tie_break: str = "smallest_ids",
         num_threads: int = 0,
         backend: str = "cpp",
-    ) -> "BPETokenizer":
+    ) -> BPETokenizer:
         """Learn a BPE vocabulary.
 
         Args:
@@ -272,7 +270,9 @@ class BPETokenizer(Tokenizer):
         specials = _special_dict(special_tokens, 0)  # validates
         special_bytes = [s.encode("utf-8") for s in specials]
         if isinstance(text_or_files, (str, bytes, bytearray)):
-            data = _clean_text(text_or_files).encode("utf-8") if isinstance(text_or_files, str) else bytes(text_or_files)
+            data = (
+                _clean_text(text_or_files).encode("utf-8") if isinstance(text_or_files, str) else bytes(text_or_files)
+            )
             files = None
         else:
             data = None
@@ -283,9 +283,14 @@ class BPETokenizer(Tokenizer):
         threads = num_threads if num_threads > 0 else (os.cpu_count() or 1)
         if backend == "cpp":
             pairs = _load_cpp().train(
-                data=data, files=files, vocab_size=vocab_size, pattern=pattern,
-                special_tokens=special_bytes, min_frequency=min_frequency,
-                tie_break=tie_break, num_threads=threads,
+                data=data,
+                files=files,
+                vocab_size=vocab_size,
+                pattern=pattern,
+                special_tokens=special_bytes,
+                min_frequency=min_frequency,
+                tie_break=tie_break,
+                num_threads=threads,
             )
         else:
             if files is None:
@@ -298,12 +303,18 @@ class BPETokenizer(Tokenizer):
                 pairs = bpe_reference.train(
                     sep.join(texts), vocab_size + 1, pattern, special_bytes + [sep], min_frequency, tie_break
                 )
-        return cls.from_merges_ids([tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend)
+        return cls.from_merges_ids(
+            [tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend
+        )
 
     @classmethod
     def from_merges_ids(
-        cls, merges: Sequence[tuple[int, int]], special_tokens=("<pad>", EOT), pattern: str = "simple", backend: str = "cpp"
-    ) -> "BPETokenizer":
+        cls,
+        merges: Sequence[tuple[int, int]],
+        special_tokens=("<pad>", EOT),
+        pattern: str = "simple",
+        backend: str = "cpp",
+    ) -> BPETokenizer:
         """From merges as id pairs (``bpe_reference.train`` output): merge ``i`` makes id ``256 + i``."""
         vocab = {b: bytes([b]) for b in range(256)}
         triples = []
@@ -316,8 +327,12 @@ class BPETokenizer(Tokenizer):
 
     @classmethod
     def from_merges(
-        cls, merges: Sequence[tuple[bytes, bytes]], special_tokens=("<pad>", EOT), pattern: str = "simple", backend: str = "cpp"
-    ) -> "BPETokenizer":
+        cls,
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens=("<pad>", EOT),
+        pattern: str = "simple",
+        backend: str = "cpp",
+    ) -> BPETokenizer:
         """From merges as byte-string pairs (rank = list order).
 
         Ids: byte ``b`` is ``b``, merge ``i`` makes ``256 + i``, special tokens
@@ -344,7 +359,7 @@ class BPETokenizer(Tokenizer):
         special_tokens=(EOT,),
         pattern: str = "simple",
         backend: str = "cpp",
-    ) -> "BPETokenizer":
+    ) -> BPETokenizer:
         """From someone else's vocabulary and merges, keeping their ids (rank = merges order).
 
         Args:
@@ -372,9 +387,12 @@ class BPETokenizer(Tokenizer):
 
     @classmethod
     def from_ranks(
-        cls, ranks: Mapping[bytes, int], special_tokens: Mapping[str, int] | Sequence[str] = (EOT,),
-        pattern: str = "gpt2", backend: str = "cpp",
-    ) -> "BPETokenizer":
+        cls,
+        ranks: Mapping[bytes, int],
+        special_tokens: Mapping[str, int] | Sequence[str] = (EOT,),
+        pattern: str = "gpt2",
+        backend: str = "cpp",
+    ) -> BPETokenizer:
         """From tiktoken-style mergeable ranks (token bytes -> rank = id); merge rule ``"ranks"``."""
         vocab = {int(i): bytes(b) for b, i in ranks.items()}
         specials = _special_dict(special_tokens, max(vocab) + 1)
@@ -382,9 +400,12 @@ class BPETokenizer(Tokenizer):
 
     @classmethod
     def from_tiktoken(
-        cls, name_or_path: str | os.PathLike, pattern: str | None = None,
-        special_tokens: Mapping[str, int] | Sequence[str] | None = None, backend: str = "cpp",
-    ) -> "BPETokenizer":
+        cls,
+        name_or_path: str | os.PathLike,
+        pattern: str | None = None,
+        special_tokens: Mapping[str, int] | Sequence[str] | None = None,
+        backend: str = "cpp",
+    ) -> BPETokenizer:
         """OpenAI's vocabularies, read through ``tiktoken``'s own loader and cache.
 
         Args:
@@ -407,7 +428,9 @@ class BPETokenizer(Tokenizer):
             import tiktoken
             import tiktoken.load
         except ImportError as e:
-            raise ImportError("BPETokenizer.from_tiktoken needs the optional package tiktoken (pip install tiktoken)") from e
+            raise ImportError(
+                "BPETokenizer.from_tiktoken needs the optional package tiktoken (pip install tiktoken)"
+            ) from e
         s = os.fspath(name_or_path)
         is_path = os.sep in s or s.endswith(".tiktoken") or os.path.exists(s)
         if is_path:
@@ -424,14 +447,16 @@ class BPETokenizer(Tokenizer):
             if pat is None:
                 names = [n for n, p in bpe_reference.PATTERNS.items() if p == enc._pat_str]
                 if not names:
-                    raise ValueError(f"tiktoken encoding {s!r} uses a split pattern storygpt does not implement: {enc._pat_str!r}")
+                    raise ValueError(
+                        f"tiktoken encoding {s!r} uses a split pattern storygpt does not implement: {enc._pat_str!r}"
+                    )
                 pat = names[0]
         return cls.from_ranks(ranks, specials, pat, backend)
 
     @classmethod
     def from_gpt2_files(
         cls, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, pattern: str = "gpt2", backend: str = "cpp"
-    ) -> "BPETokenizer":
+    ) -> BPETokenizer:
         """GPT-2's original ``encoder.json`` (token -> id) and ``vocab.bpe`` (merges), from local paths.
 
         Both files write bytes through GPT-2's reversible byte <-> printable
@@ -738,7 +763,7 @@ class BPETokenizer(Tokenizer):
             "kind": "bpe",
             "pattern": self.pattern,
             "merge_rule": self.merge_rule,
-            "token_encoding": "utf-8 string, or {\"hex\": ...} for bytes that are not plain UTF-8 text",
+            "token_encoding": 'utf-8 string, or {"hex": ...} for bytes that are not plain UTF-8 text',
             "special_tokens": dict(sorted(self._special.items(), key=lambda kv: kv[1])),
             "vocab": [[i, _io.token_to_json(b)] for i, b in sorted(self._vocab.items())],
         }
@@ -747,7 +772,7 @@ class BPETokenizer(Tokenizer):
         return d
 
     @classmethod
-    def from_dict(cls, d: dict, backend: str = "cpp") -> "BPETokenizer":
+    def from_dict(cls, d: dict, backend: str = "cpp") -> BPETokenizer:
         """Rebuild from :meth:`to_dict` output (or a loaded file).
 
         Raises:
@@ -778,7 +803,7 @@ class BPETokenizer(Tokenizer):
         return cls(vocab, merges, specials, d["pattern"], rule, backend)
 
     @classmethod
-    def load(cls, path, backend: str = "cpp") -> "BPETokenizer":
+    def load(cls, path, backend: str = "cpp") -> BPETokenizer:
         """Load a BPE tokenizer file (see :meth:`Tokenizer.load`)."""
         return super().load(path, backend=backend)
 

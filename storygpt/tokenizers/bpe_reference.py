@@ -32,10 +32,11 @@ Conventions shared with the C++ core
   whose token byte strings are lexicographically greatest (left bytes first,
   then right bytes).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import regex
 
@@ -65,9 +66,7 @@ _COMPILED = {name: regex.compile(p) for name, p in PATTERNS.items()}
 
 def _check_pattern(pattern: str) -> None:
     if pattern not in PATTERNS:
-        raise ValueError(
-            f"unknown pre-tokenization pattern {pattern!r}; expected one of {sorted(PATTERNS)}"
-        )
+        raise ValueError(f"unknown pre-tokenization pattern {pattern!r}; expected one of {sorted(PATTERNS)}")
 
 
 def pretokenize(data: bytes, pattern: str = "simple") -> list[bytes]:

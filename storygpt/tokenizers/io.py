@@ -17,6 +17,7 @@ ever lost (:func:`token_to_json` / :func:`token_from_json`):
 The two forms cannot be confused (a string is never an object), so the
 encoding is lossless for every byte string.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,8 +106,7 @@ def _dumps_readable(d: dict) -> str:
             for i, (kk, vv) in enumerate(items):
                 comma = "," if i < len(items) - 1 else ""
                 lines.append(
-                    "    " + json.dumps(kk, ensure_ascii=False) + ": "
-                    + json.dumps(vv, ensure_ascii=False) + comma
+                    "    " + json.dumps(kk, ensure_ascii=False) + ": " + json.dumps(vv, ensure_ascii=False) + comma
                 )
             lines.append("  }" + sep)
         else:
@@ -134,14 +134,11 @@ def check_header(d: Any, source: str = "tokenizer dict") -> str:
     version = d.get("version")
     if version != FORMAT_VERSION:
         raise TokenizerFileError(
-            f"{source}: unsupported tokenizer file version {version!r} "
-            f"(this storygpt reads version {FORMAT_VERSION})"
+            f"{source}: unsupported tokenizer file version {version!r} (this storygpt reads version {FORMAT_VERSION})"
         )
     kind = d.get("kind")
     if kind not in _kinds():
-        raise TokenizerFileError(
-            f"{source}: unknown tokenizer kind {kind!r} (expected one of {sorted(_kinds())})"
-        )
+        raise TokenizerFileError(f"{source}: unknown tokenizer kind {kind!r} (expected one of {sorted(_kinds())})")
     return kind
 
 

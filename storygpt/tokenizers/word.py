@@ -3,10 +3,11 @@
 A deliberately simple baseline to compare against byte-level BPE (in bits per
 character).  It is lossy (see :class:`WordTokenizer` and docs/tokenizers.md).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import regex
 
@@ -88,7 +89,7 @@ class WordTokenizer(Tokenizer):
 
     # ------------------------------------------------------------ training
     @classmethod
-    def train(cls, texts: Iterable[str] | str, vocab_size: int = 10_000, show_progress: bool = False) -> "WordTokenizer":
+    def train(cls, texts: Iterable[str] | str, vocab_size: int = 10_000, show_progress: bool = False) -> WordTokenizer:
         """Keep the ``vocab_size`` most frequent tokens (the 3 specials included).
 
         Args:
@@ -248,7 +249,7 @@ class WordTokenizer(Tokenizer):
         }
 
     @classmethod
-    def from_dict(cls, d: dict, **kwargs) -> "WordTokenizer":
+    def from_dict(cls, d: dict, **kwargs) -> WordTokenizer:
         """Rebuild from :meth:`to_dict` output (extra keyword arguments are ignored).
 
         Raises:
