@@ -197,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from storygpt import load_checkpoint
-        from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint, resolve_device
+        from storygpt.checkpoint import data_dir_of
+        from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint
+        from storygpt.runtime import resolve_device
 
         device = resolve_device(args.device)
         paths = []
@@ -207,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded = {}
         for p in paths:  # on the CPU first: only the model that is being measured goes to the device
             model, tok, ckpt = load_checkpoint(str(p), device="cpu")
-            meta = {k: ckpt.get(k) for k in ("data_dir", "corpus", "config")}
+            meta = {"data_dir": data_dir_of(ckpt, p), "corpus": ckpt.get("corpus"), "config": ckpt.get("config")}
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
         docs, source = load_text(args, loaded)

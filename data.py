@@ -5,7 +5,7 @@
     python data.py --bpe      # Shakespeare, byte-level BPE (8,192 tokens, C++ trainer)
 
 Writes under OUT/NAME/ (default data/shakespeare/): train.txt, valid.txt,
-tokenizer-KIND.json, train-KIND.bin, valid-KIND.bin, stats-KIND.json with KIND
+tokenizer-SLUG.json, train-SLUG.bin, valid-SLUG.bin, stats-SLUG.json with SLUG (e.g. bpe-8192) from KIND
 "bpe" or "word", then prints per-split statistics and a demo.  See docs/data.md.
 """
 
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Get a corpus, split it into training and validation documents, train a tokenizer on the "
             "training split and write the token files pretrain.py reads (OUT/NAME/{train,valid}-KIND.bin, "
-            "tokenizer-KIND.json, stats-KIND.json, train.txt, valid.txt; KIND is bpe or word)."
+            "tokenizer-SLUG.json, stats-SLUG.json, train.txt, valid.txt; SLUG is KIND-VOCAB, e.g. bpe-8192)."
         ),
         formatter_class=DefaultsOnceHelpFormatter,
     )

@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from storygpt import load_checkpoint
-        from storygpt.evaluate import resolve_checkpoint, resolve_device
+        from storygpt.evaluate import resolve_checkpoint
+        from storygpt.runtime import resolve_device
 
         path = resolve_checkpoint(args.checkpoint)
         device = resolve_device(args.device)

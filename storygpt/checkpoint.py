@@ -1,15 +1,21 @@
 """Checkpoints: a model, its tokenizer and the state to resume training.
 
 A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
-``torch.load(path, weights_only=True)``::
+``torch.load(path, weights_only=True)``.  Every checkpoint holds::
 
-    model       state_dict (no "_orig_mod." / "module." prefixes)
-    config      GPTConfig as a dict
-    tokenizer   the tokenizer's to_dict()
-    data_dir    absolute path of the corpus folder;  corpus: its name
-    optimizer   optimizer state_dict
-    step, tokens_seen, elapsed (seconds of training time spent), history (list of dicts)
-    rng         random states (see rng_state), args (the command line, as a dict)
+    model         state_dict (no "_orig_mod." / "module." prefixes); model_sha256: its checksum
+    config        GPTConfig as a dict
+    tokenizer     the tokenizer's to_dict()
+    spec, slug    the tokenizer SPEC (e.g. "bpe:8192") and its slug ("bpe-8192")
+    corpus        the corpus folder's name
+    data          the corpus folder, relative to the checkpoint's folder when both lie under one
+                  folder other than "/" (so a moved clone keeps working), else absolute;
+                  data_abs: the absolute folder at save time (the fallback)
+
+``best.pt`` holds only these (plus ``step`` and ``val_bpc``).  ``ckpt.pt`` adds the
+training state (storygpt.train): ``optimizer``, ``scaler`` (float16 only),
+``state`` (TrainState.to_dict(): step, tokens, chars, flops, time, RNG states,
+history) and ``args`` (the command line, as a dict).
 
 Files are written atomically (a temporary file in the same folder, fsync, then
 ``os.replace``), so a crash never leaves a half-written checkpoint behind.
@@ -18,9 +24,11 @@ Files are written atomically (a temporary file in the same folder, fsync, then
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import random
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +38,7 @@ import torch
 from storygpt.atomic import atomic_write
 
 REQUIRED_KEYS = ("model", "config", "tokenizer")
-TRAINING_KEYS = ("data_dir", "corpus", "optimizer", "step", "tokens_seen", "elapsed", "history", "rng", "args")
+TRAINING_KEYS = ("optimizer", "state", "args", "spec", "slug", "corpus", "data")
 
 
 class CheckpointError(ValueError):
@@ -62,18 +70,52 @@ def state_dict_digest(state_dict: dict) -> str:
     return h.hexdigest()
 
 
-def save_checkpoint(path: str | os.PathLike, ckpt: dict) -> None:
+def save_checkpoint(path: str | os.PathLike, ckpt: dict, during_write: Callable[[], None] | None = None) -> None:
     """Write ``ckpt`` to ``path`` atomically (temp file + fsync + os.replace).
 
     A ``model_sha256`` entry (:func:`state_dict_digest` of ``ckpt["model"]``)
     is added so that :func:`read_checkpoint` detects corrupted weights, which
-    torch.load alone would load silently.
+    torch.load alone would load silently.  The checkpoint is serialized in
+    memory first, so a failed write raises the operating system's error
+    (e.g. ``OSError`` ENOSPC for a full disk) rather than torch's wrapped one.
+    ``during_write`` (tests) is called after the bytes are written, before the rename.
+
+    Raises:
+        OSError: the file cannot be written; ``path`` is left as it was.
     """
     path = Path(path)
     if isinstance(ckpt.get("model"), dict):
         ckpt = {**ckpt, "model_sha256": state_dict_digest(ckpt["model"])}
+    buf = io.BytesIO()
+    torch.save(ckpt, buf)
     with atomic_write(path, "wb") as f:
-        torch.save(ckpt, f)
+        f.write(buf.getbuffer())
+        if during_write is not None:
+            during_write()
+
+
+def relative_data_path(data_dir: Path, folder: Path) -> str:
+    """``data_dir`` relative to ``folder`` when the two share a parent other than the root, else absolute."""
+    data_dir, folder = Path(data_dir).resolve(), Path(folder).resolve()
+    common = Path(os.path.commonpath([data_dir, folder]))
+    if common == Path(common.anchor):
+        return str(data_dir)
+    return os.path.relpath(data_dir, folder)
+
+
+def data_dir_of(ckpt: dict, path: str | os.PathLike) -> Path | None:
+    """The corpus folder a checkpoint at ``path`` was trained on, or None when it records none.
+
+    ``data`` is resolved against the checkpoint's folder; when that folder does not exist,
+    ``data_abs`` (the absolute place at save time) is tried; else the resolved ``data``.
+    Checkpoints written by other tools may carry ``data_dir`` (absolute) instead.
+    """
+    if ckpt.get("data"):
+        rel = (Path(path).resolve().parent / ckpt["data"]).resolve()
+        if rel.is_dir() or not ckpt.get("data_abs") or not Path(ckpt["data_abs"]).is_dir():
+            return rel
+        return Path(ckpt["data_abs"])
+    return Path(ckpt["data_dir"]) if ckpt.get("data_dir") else None
 
 
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
@@ -164,7 +206,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
 
     path = Path(path)
     if isinstance(device, str):  # a bad name would otherwise be reported as a corrupt checkpoint
-        from .evaluate import resolve_device
+        from .runtime import resolve_device
 
         device = resolve_device(device, flag="device")
     ckpt = read_checkpoint(path, map_location=device)

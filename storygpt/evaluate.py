@@ -60,49 +60,8 @@ EOT_TEXT = "<|endoftext|>"
 # --------------------------------------------------------------------------
 # checkpoints and devices
 # --------------------------------------------------------------------------
-def best_device() -> str:
-    """``cuda`` when available, then ``mps``, else ``cpu``."""
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def resolve_device(name: str, flag: str = "--device") -> str:
-    """Check a device name given on the command line; ``"auto"`` becomes :func:`best_device`.
-
-    Returns:
-        The device string (e.g. ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``).
-
-    Raises:
-        ValueError: naming ``flag``, for a name torch does not know, a CUDA or
-            MPS device on a machine without one, or a CUDA index past the
-            devices present.
-    """
-    import torch
-
-    if name == "auto":
-        return best_device()
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, ValueError, TypeError):
-        raise ValueError(f"{flag} {name!r}: not a device name (use auto, cpu, cuda, cuda:N or mps)") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"{flag} {name!r}: CUDA is not available on this machine (use cpu or auto)")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"{flag} {name!r}: there are only {torch.cuda.device_count()} CUDA device(s)")
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(f"{flag} {name!r}: MPS is not available on this machine (use cpu or auto)")
-    elif dev.type != "cpu":
-        raise ValueError(f"{flag} {name!r}: unsupported device type {dev.type!r} (use auto, cpu, cuda, cuda:N or mps)")
-    return name
+# the one device picker lives in storygpt.runtime; kept importable from here
+from storygpt.runtime import best_device, resolve_device  # noqa: E402,F401
 
 
 def resolve_checkpoint(path: str) -> Path:

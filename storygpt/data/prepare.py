@@ -1,20 +1,21 @@
 """The work behind ``data.py``: corpus -> split -> tokenizer -> token files -> stats.
 
-For corpus ``NAME`` and tokenizer kind ``KIND`` ("bpe" or "word") it writes,
-under ``out/NAME/`` (every file atomically)::
+For corpus ``NAME`` and tokenizer kind ``KIND`` ("bpe" or "word") of vocabulary ``V`` it
+writes, under ``out/NAME/`` (every file atomically; ``SLUG`` = ``KIND-V``, the slug of
+SPEC ``KIND:V``, storygpt.tokenizers.spec)::
 
     train.txt, valid.txt        the split documents, separated by lines "<|endoftext|>"
-    tokenizer-KIND.json         the trained tokenizer (Tokenizer.save)
-    train-KIND.bin, valid-KIND.bin
+    tokenizer-SLUG.json         the trained tokenizer (Tokenizer.save)
+    train-SLUG.bin, valid-SLUG.bin
                                 token files (storygpt.data.binfile): each document's
                                 ids with the <|endoftext|> id between documents
-    stats-KIND.json             the statistics printed by data.py
+    stats-SLUG.json             the statistics printed by data.py
 
 Token streams: documents are encoded one by one as ordinary text
 (``encode_batch_numpy``: special-token strings inside a document are plain
 text), and the ``<|endoftext|>`` id is inserted *between* documents here, so the
 separator never goes through the merges.  Hence, for a BPE tokenizer,
-``tokenizer.decode(read_tokens("valid-bpe.bin"))`` equals
+``tokenizer.decode(read_tokens("valid-bpe-8192.bin"))`` equals
 ``"<|endoftext|>".join(valid_docs)`` exactly, where ``valid_docs`` are the
 documents read back from ``valid.txt`` (:func:`storygpt.data.corpora.read_documents`).
 
@@ -280,15 +281,15 @@ def _same_documents(path: Path, docs: Sequence[str]) -> bool:
     return path.is_file() and corpora.sha256_file(path) == want.hexdigest()
 
 
-def _check_split_unchanged(folder: Path, kind: str, corpus: Corpus) -> None:
-    """Refuse to rewrite train.txt/valid.txt under the token files of the other tokenizer kind.
+def _check_split_unchanged(folder: Path, slug: str, corpus: Corpus) -> None:
+    """Refuse to rewrite train.txt/valid.txt under the token files of another tokenizer.
 
     Those files were encoded from the split on disk; a different split (another --valid-fraction,
     an edited --train-file) would leave them encoding other documents than train.txt/valid.txt say,
     and bits.py would measure that kind on text it may have trained on.
     """
-    others = [folder / f"{split}-{k}.bin" for k in DEFAULT_VOCAB if k != kind for split in ("train", "valid")]
-    others = [p for p in others if p.exists()]
+    mine = {f"train-{slug}.bin", f"valid-{slug}.bin"}
+    others = sorted(p for split in ("train", "valid") for p in folder.glob(f"{split}-*.bin") if p.name not in mine)
     if not others:
         return
     for name, docs in (("train.txt", corpus.train), ("valid.txt", corpus.valid)):
@@ -313,29 +314,30 @@ def prepare(
     """Write everything pretraining needs for ``corpus`` and tokenizer ``kind``.
 
     Returns:
-        The statistics (also written to ``out/NAME/stats-KIND.json``).
+        The statistics (also written to ``out/NAME/stats-SLUG.json``).
     """
     if not corpus.name or corpus.name in (".", "..") or "/" in corpus.name or os.sep in corpus.name:
         raise ValueError(f"corpus name {corpus.name!r} must be a plain folder name (no path separators)")
     folder = Path(out) / corpus.name
     folder.mkdir(parents=True, exist_ok=True)
-    _check_split_unchanged(folder, kind, corpus)
+    if vocab_size is None:
+        vocab_size = DEFAULT_VOCAB[kind]
+    slug = f"{kind}-{vocab_size}"  # storygpt.tokenizers.spec: parse_spec(f"{kind}:{vocab_size}").slug
+    _check_split_unchanged(folder, slug, corpus)
     t0 = time.perf_counter()
     corpora.write_documents(folder / "train.txt", corpus.train)
     corpora.write_documents(folder / "valid.txt", corpus.valid)
     write_txt_s = time.perf_counter() - t0
-    if vocab_size is None:
-        vocab_size = DEFAULT_VOCAB[kind]
     t0 = time.perf_counter()
     tok = train_tokenizer(kind, corpus.train, vocab_size, pattern, num_threads, folder / "train.txt", progress)
     train_s = time.perf_counter() - t0
-    save_tokenizer(tok, folder / f"tokenizer-{kind}.json")
+    save_tokenizer(tok, folder / f"tokenizer-{slug}.json")
     splits = {}
     for split, docs in (("train", corpus.train), ("valid", corpus.valid)):
         splits[split] = encode_documents(
             tok,
             docs,
-            folder / f"{split}-{kind}.bin",
+            folder / f"{split}-{slug}.bin",
             num_threads,
             batch_chars,
             desc=f"encode {split}",
@@ -358,8 +360,8 @@ def prepare(
         "demo": [demo(tok, DEMO_SENTENCE), demo(tok, UNSEEN_NAME)],
         "files": sorted(p.name for p in folder.iterdir() if not p.name.endswith(".tmp")),
     }
-    corpora.write_text_atomic(folder / f"stats-{kind}.json", json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
-    stats["files"] = sorted(set(stats["files"]) | {f"stats-{kind}.json"})
+    corpora.write_text_atomic(folder / f"stats-{slug}.json", json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
+    stats["files"] = sorted(set(stats["files"]) | {f"stats-{slug}.json"})
     return stats
 
 
