@@ -115,7 +115,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     for name, low in MINIMUM.items():
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value >= low):
-            parser.error(f"--{name.replace('_', '-')} must be a finite number >= {low}, got {value}")
+            bound = "> 0" if name == "minutes" else f">= {low}"
+            parser.error(f"--{name.replace('_', '-')} must be {bound} (and finite), got {value}")
     for name in ("dropout", "rope_theta"):
         if not math.isfinite(getattr(args, name)):
             parser.error(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
@@ -140,7 +141,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
 def run_folder(args) -> Path:
     if args.run_dir is not None:
         return Path(args.run_dir)
-    name = args.run_name or f"{'rope' if args.rope else 'learned'}-{parse_spec(args.tokenizer).slug}"
+    name = args.run_name if args.run_name is not None else f"{POSITION[args.rope]}-{parse_spec(args.tokenizer).slug}"
     if not name or name in (".", "..") or "/" in name or "\\" in name:
         raise T.RunError(f"--run-name {name!r} must be a plain folder name (no path separators)")
     return Path(args.out_dir) / Path(args.data).resolve().name / name

@@ -20,13 +20,15 @@
 #   STORYGPT_SKIP_SETUP=1  use the Python already on PATH instead of scripts/setup_env.sh
 #   CORPUS, DATA_ARGS      corpus folder name and extra data.py arguments, e.g.
 #                          CORPUS=mine DATA_ARGS="--train-file mine.txt" (default: the built-in shakespeare)
+#   WORD, BPE              the two tokenizer SPECs (default word = word:10000, bpe = bpe:8192), e.g. BPE=bpe:2048
 #   PRETRAIN_ARGS          extra pretrain.py arguments, e.g. "--n-layer 6 --n-embd 256"
 #   SAMPLE_TOKENS          tokens per sample (default 120)
 #
 # Running it again is safe and never deletes anything:
 #   * data: the token files of a tokenizer are reused when they are all there (delete
 #     DATA_ROOT/shakespeare, or run data.py yourself, to make them again);
-#   * training: a run folder that already holds a checkpoint is continued with
+#   * training: runs go to CKPT_ROOT/CORPUS/rope-SLUG (SLUG: word-10000, bpe-8192); a run folder
+#     that already holds a checkpoint is continued with
 #     `pretrain.py --resume`, and MINUTES is the run's total budget: a finished run stops at
 #     once, an interrupted one finishes, and a larger MINUTES trains it further.
 #     To train from scratch, move the run folder away (or use pretrain.py --force yourself).
@@ -72,45 +74,51 @@ fi
 python -c "import storygpt._bpe, importlib.metadata as m; print('storygpt ready; torch', m.version('torch'))"
 
 step "2/5 data: the $CORPUS corpus, word-level and BPE tokenizers (data.py)"
-for kind in word bpe; do
+SPECS=("${WORD:-word}" "${BPE:-bpe}")
+slug() { python -c "import sys; from storygpt.tokenizers.spec import parse_spec; print(parse_spec(sys.argv[1]).slug)" "$1"; }
+RUNS=()
+for spec in "${SPECS[@]}"; do
+    s="$(slug "$spec")"
+    kind="${spec%%:*}"
     args=(--out "$DATA_ROOT" --name "$CORPUS")
     [ "$kind" = bpe ] && args=(--bpe "${args[@]}")
+    [ "$spec" != "$kind" ] && args+=(--vocab-size "${spec#*:}")
     args+=("${DATA_EXTRA[@]}")
     have=1
-    for f in train.txt valid.txt "tokenizer-$kind.json" "train-$kind.bin" "valid-$kind.bin"; do
+    for f in train.txt valid.txt "tokenizer-$s.json" "train-$s.bin" "valid-$s.bin"; do
         [ -f "$DATA_DIR/$f" ] || have=0
     done
     if [ "$have" = 1 ]; then
-        echo "reusing $DATA_DIR/{train,valid}-$kind.bin, tokenizer-$kind.json (to make them again: delete $DATA_DIR, or run data.py yourself)"
+        echo "reusing $DATA_DIR/{train,valid}-$s.bin, tokenizer-$s.json (to make them again: delete $DATA_DIR, or run data.py yourself)"
     else
         echo "+ python data.py ${args[*]}"
         python data.py "${args[@]}"
     fi
+    RUNS+=("$CKPT_ROOT/$CORPUS/rope-$s")
 done
 
 step "3/5 train: word-level and BPE models with rotary positions, $MINUTES minute(s) each (pretrain.py)"
-for kind in word bpe; do
-    # pretrain.py's own run-folder names, so `python pretrain.py --rope [--bpe] --resume` continues them
-    run="pretrain-rope"
-    flags=(--rope --data "$DATA_DIR" --out-dir "$CKPT_ROOT" --minutes "$MINUTES" --device "$DEVICE")
-    if [ "$kind" = bpe ]; then run="pretrain-rope-bpe"; flags+=(--bpe); fi
+for i in 0 1; do
+    # pretrain.py's own run-folder name, so `python pretrain.py --rope --tokenizer SPEC --resume` continues it
+    run="${RUNS[$i]}"
+    flags=(--rope --tokenizer "${SPECS[$i]}" --data "$DATA_DIR" --out-dir "$CKPT_ROOT" --minutes "$MINUTES" --device "$DEVICE")
     flags+=("${PRETRAIN_EXTRA[@]}")
-    if [ -f "$CKPT_ROOT/$run/ckpt.pt" ]; then
-        echo "$CKPT_ROOT/$run already holds a checkpoint: continuing it up to $MINUTES minute(s) in all (--resume)"
+    if [ -f "$run/ckpt.pt" ]; then
+        echo "$run already holds a checkpoint: continuing it up to $MINUTES minute(s) in all (--resume)"
         flags+=(--resume)
     fi
     echo "+ python pretrain.py ${flags[*]}"
     python pretrain.py "${flags[@]}"
 done
-WORD="$CKPT_ROOT/pretrain-rope/best.pt"
-BPE="$CKPT_ROOT/pretrain-rope-bpe/best.pt"
+WORD_CK="${RUNS[0]}/best.pt"
+BPE_CK="${RUNS[1]}/best.pt"
 
 step "4/5 compare: bits per character on the same held-out text (bits.py)"
-echo "+ python bits.py $WORD $BPE"
-python bits.py "$WORD" "$BPE" --device "$DEVICE"
+echo "+ python bits.py $WORD_CK $BPE_CK"
+python bits.py "$WORD_CK" "$BPE_CK" --device "$DEVICE"
 
 step "5/5 sample: a story from each model (sample.py)"
-for ck in "$WORD" "$BPE"; do
+for ck in "$WORD_CK" "$BPE_CK"; do
     echo "+ python sample.py $ck --prompt \"$PROMPT\" --seed 1 --max-new-tokens $SAMPLE_TOKENS"
     echo "-----"
     python sample.py "$ck" --prompt "$PROMPT" --seed 1 --max-new-tokens "$SAMPLE_TOKENS" --device "$DEVICE"
@@ -120,17 +128,17 @@ done
 step "done"
 ACTIVATE="${VIRTUAL_ENV:-$ROOT/.venv}/bin/activate"
 cat <<EOF
-Checkpoints (each run folder: ckpt.pt latest, best.pt best held-out loss, metrics.json):
-  $CKPT_ROOT/pretrain-rope/
-  $CKPT_ROOT/pretrain-rope-bpe/
+Runs (each folder: ckpt.pt latest, best.pt best held-out bits/char, metrics.jsonl, summary.json):
+  ${RUNS[0]}/
+  ${RUNS[1]}/
 Data: $DATA_DIR/   (both tokenizers, token files, train.txt, valid.txt)
 
 What to run next (in $ROOT, after: . $ACTIVATE)
   # a name the corpus never saw: BPE keeps it, the word-level model turns it into <unk>
-  python sample.py $BPE --prompt "Zorblax went" --num-samples 3
-  python sample.py $WORD --prompt "Zorblax went"
+  python sample.py $BPE_CK --prompt "Zorblax went" --num-samples 3
+  python sample.py $WORD_CK --prompt "Zorblax went"
   # the comparison, machine-readable; docs/bits.md says what it counts
-  python bits.py $WORD $BPE --json
+  python bits.py $WORD_CK $BPE_CK --json
   # train both runs further, to 20 minutes each in all (the runs are resumed, nothing is deleted)
   MINUTES=20 bash scripts/main_job.sh
   # other corpora, model sizes, budgets

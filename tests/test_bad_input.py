@@ -21,14 +21,16 @@ import bits  # noqa: E402
 import data as data_cli  # noqa: E402
 import pretrain  # noqa: E402
 import sample  # noqa: E402
+from storygpt import runtime  # noqa: E402
 from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoint  # noqa: E402
-from storygpt.evaluate import resolve_device  # noqa: E402
+from storygpt.runtime import resolve_device  # noqa: E402
 from storygpt.tokenizers import BPETokenizer, WordTokenizer, load  # noqa: E402
 
 WORDS = (
     "the cat sat on a mat and the dog ran to the log while a bird sang in the old tree "
     "near the river where children played all day long"
 ).split()
+BPE = ["--tokenizer", "bpe:300"]  # the work fixture's BPE files
 TINY = [
     "--n-layer",
     "1",
@@ -97,8 +99,8 @@ def work(tmp_path_factory):
         == 0
     )
     corpus = root / "data" / "tiny"
-    pretrain.main(["--data", str(corpus), "--bpe", "--out-dir", str(root / "ck"), "--max-steps", "2", *TINY])
-    return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "pretrain-bpe" / "ckpt.pt"}
+    pretrain.main(["--data", str(corpus), *BPE, "--out-dir", str(root / "ck"), "--max-steps", "2", *TINY])
+    return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"}
 
 
 def one_error_line(err: str, tool: str) -> str:
@@ -180,7 +182,7 @@ def test_data_ctrl_c_exits_130_without_traceback_or_half_files(work, capsys, mon
     err = capsys.readouterr().err
     assert "Traceback" not in err and "interrupted" in err
     names = sorted(p.name for p in (out / "tiny").iterdir())
-    assert names == ["tokenizer-word.json", "train.txt", "valid.txt"]  # complete files only, no *.tmp
+    assert names == ["tokenizer-word-10000.json", "train.txt", "valid.txt"]  # complete files only, no *.tmp
 
 
 def test_data_refuses_a_new_split_under_the_other_kinds_token_files(work, tmp_path, capsys):
@@ -191,7 +193,7 @@ def test_data_refuses_a_new_split_under_the_other_kinds_token_files(work, tmp_pa
     before = {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()}
     assert data_cli.main([*out, "--vocab-size", "50", "--valid-fraction", "0.3"]) == 1
     msg = one_error_line(capsys.readouterr().err, "data.py")
-    assert "train.txt: this run splits the corpus differently" in msg and "train-bpe.bin" in msg
+    assert "train.txt: this run splits the corpus differently" in msg and "train-bpe-280.bin" in msg
     assert {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()} == before  # nothing touched
     assert data_cli.main([*out, "--vocab-size", "50"]) == 0  # the same split: fine
     assert data_cli.main([*out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3"]) == 1
@@ -209,7 +211,7 @@ def run_pretrain(work, *extra):
 def test_pretrain_non_finite_floats(work, capsys, flag, value):
     # before: tracebacks from torch.optim (lr nan) or tqdm (minutes nan/inf)
     with pytest.raises(SystemExit) as e:
-        run_pretrain(work, "--bpe", flag, value, "--max-steps", "1")
+        run_pretrain(work, *BPE, flag, value, "--max-steps", "1")
     assert e.value.code == 2
     msg = one_error_line(capsys.readouterr().err, "pretrain.py")
     assert flag in msg and "finite" in msg
@@ -223,14 +225,14 @@ def test_pretrain_bad_device(work, device, words):
     if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.device_count() > 99:
         pytest.skip("a machine with 100 GPUs")
     with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --device '{device}'.*{words}"):
-        run_pretrain(work, "--bpe", "--device", device, "--max-steps", "1")
+        run_pretrain(work, *BPE, "--device", device, "--max-steps", "1")
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "..", ""])
 def test_pretrain_run_name_must_be_a_plain_name(work, name):
     # before: --run-name ../../etc wrote checkpoints outside --out-dir
     with pytest.raises(SystemExit, match=r"^pretrain.py: error: --run-name .*plain folder name"):
-        run_pretrain(work, "--bpe", "--run-name", name, "--max-steps", "1")
+        run_pretrain(work, *BPE, "--run-name", name, "--max-steps", "1")
     assert not (work["root"] / "escape").exists()
 
 
@@ -238,19 +240,19 @@ def test_pretrain_data_folder_missing_or_a_file(work):
     # before: "<file>/tokenizer-bpe.json not found" for a --data that is not a folder at all
     for bad in (work["root"] / "nope", work["corpus"] / "train.txt"):
         with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --data {bad}: no such folder"):
-            pretrain.main(["--data", str(bad), "--bpe", "--out-dir", str(work["root"] / "ck2"), *TINY])
+            pretrain.main(["--data", str(bad), *BPE, "--out-dir", str(work["root"] / "ck2"), *TINY])
 
 
 def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(work, tmp_path):
     # before: only "run data.py --bpe", not that the folder holds the word-level files
     d = tmp_path / "wordonly"
     d.mkdir()
-    for name in ("tokenizer-word.json", "train-word.bin", "valid-word.bin"):
+    for name in ("tokenizer-word-60.json", "train-word-60.bin", "valid-word-60.bin"):
         (d / name).write_bytes((work["corpus"] / name).read_bytes())
     with pytest.raises(
-        SystemExit, match=r"tokenizer-bpe.json not found, but .* holds the word token files: drop --bpe"
+        SystemExit, match=r"tokenizer-bpe-300.json not found; .* holds the token files of: word-60 \(pass --tokenizer"
     ):
-        pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY])
+        pretrain.main(["--data", str(d), *BPE, "--out-dir", str(tmp_path / "ck"), *TINY])
 
 
 @pytest.mark.parametrize("sub", ["", "a/b"])
@@ -258,13 +260,13 @@ def test_pretrain_out_dir_under_a_file(work, sub):
     # before: NotADirectoryError traceback from mkdir, after the data was loaded and the model built
     bad = work["src"] / sub if sub else work["src"]
     with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --out-dir {bad}: {work['src']} is a file"):
-        pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(bad), *TINY, "--max-steps", "1"])
+        pretrain.main(["--data", str(work["corpus"]), *BPE, "--out-dir", str(bad), *TINY, "--max-steps", "1"])
 
 
 def test_pretrain_negative_weight_decay(work, capsys):
     # before: accepted (AdamW with weight decay -1 pushes the weights away from zero)
     with pytest.raises(SystemExit):
-        run_pretrain(work, "--bpe", "--weight-decay", "-1", "--max-steps", "1")
+        run_pretrain(work, *BPE, "--weight-decay", "-1", "--max-steps", "1")
     assert "--weight-decay must be >= 0" in one_error_line(capsys.readouterr().err, "pretrain.py")
 
 
@@ -274,7 +276,7 @@ def test_pretrain_too_many_threads_are_capped(work, tmp_path, capsys):
         [
             "--data",
             str(work["corpus"]),
-            "--bpe",
+            *BPE,
             "--out-dir",
             str(tmp_path),
             *TINY,
@@ -286,7 +288,7 @@ def test_pretrain_too_many_threads_are_capped(work, tmp_path, capsys):
     )
     assert m["steps"] == 1
     assert "--threads 100000 is more than the" in capsys.readouterr().out
-    assert torch.get_num_threads() == pretrain.usable_cores()
+    assert torch.get_num_threads() == runtime.usable_cores()
     torch.set_num_threads(1)
 
 
@@ -305,28 +307,28 @@ def test_pretrain_token_file_with_ids_outside_the_vocabulary(work, tmp_path):
     # before: "IndexError: index out of range in self" from the embedding, mid-training
     d = tmp_path / "corrupt"
     d.mkdir()
-    for name in ("tokenizer-bpe.json", "train-bpe.bin", "valid-bpe.bin"):
+    for name in ("tokenizer-bpe-300.json", "train-bpe-300.bin", "valid-bpe-300.bin", "train.txt", "valid.txt"):
         (d / name).write_bytes((work["corpus"] / name).read_bytes())
-    raw = bytearray((d / "train-bpe.bin").read_bytes())
+    raw = bytearray((d / "train-bpe-300.bin").read_bytes())
     raw[-20:] = b"\xff" * 20  # uint16 ids 65535 at the last 10 positions
-    (d / "train-bpe.bin").write_bytes(bytes(raw))
+    (d / "train-bpe-300.bin").write_bytes(bytes(raw))
     n = (len(raw) - 64) // 2
     with pytest.raises(
         SystemExit,
-        match=rf"^pretrain.py: error: {d}/train-bpe.bin: token id 65535 at position "
+        match=rf"^pretrain.py: error: {d}/train-bpe-300.bin: token id 65535 at position "
         rf"{n - 10:,} is outside the vocabulary \(vocab_size 300\)",
     ):
-        pretrain.main(["--data", str(d), "--bpe", "--out-dir", str(tmp_path / "ck"), *TINY, "--max-steps", "1"])
+        pretrain.main(["--data", str(d), *BPE, "--out-dir", str(tmp_path / "ck"), *TINY, "--max-steps", "1"])
 
 
 def test_pretrain_resume_after_the_corpus_folder_moved(work, tmp_path):
     # before: "--data <old place>: no such folder" even with --data naming the new place: the run was stuck
     old, new = tmp_path / "old" / "tiny", tmp_path / "new" / "tiny"
     old.mkdir(parents=True)
-    for name in ("tokenizer-bpe.json", "train-bpe.bin", "valid-bpe.bin"):
+    for name in ("tokenizer-bpe-300.json", "train-bpe-300.bin", "valid-bpe-300.bin", "train.txt", "valid.txt"):
         (old / name).write_bytes((work["corpus"] / name).read_bytes())
     out = tmp_path / "ck"
-    pretrain.main(["--data", str(old), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
+    pretrain.main(["--data", str(old), *BPE, "--out-dir", str(out), *TINY, "--max-steps", "2"])
     new.parent.mkdir()
     old.rename(new)
     with pytest.raises(
@@ -334,33 +336,33 @@ def test_pretrain_resume_after_the_corpus_folder_moved(work, tmp_path):
         match=rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; "
         "pass --data",
     ):
-        pretrain.main(["--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
-    m = pretrain.main(["--data", str(new), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
+        pretrain.main([*BPE, "--run-dir", str(out / "tiny" / "learned-bpe-300"), *TINY, "--max-steps", "4", "--resume"])
+    m = pretrain.main(["--data", str(new), *BPE, "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"])
     assert m["steps"] == 4
-    assert read_checkpoint(out / "pretrain-bpe" / "ckpt.pt")["data_dir"] == str(new.resolve())
+    ckpt = read_checkpoint(out / "tiny" / "learned-bpe-300" / "ckpt.pt")
+    assert ckpt["data"] == "../../../new/tiny" and ckpt["data_abs"] == str(new.resolve())
 
 
 def test_pretrain_errors_carry_the_tool_name(work):
     # before: "error: ..." without the tool's name
     with pytest.raises(SystemExit, match=r"^pretrain.py: error: .*already exists"):
-        pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(work["root"] / "ck"), *TINY])
+        pretrain.main(["--data", str(work["corpus"]), *BPE, "--out-dir", str(work["root"] / "ck"), *TINY])
 
 
 def test_pretrain_kill9_leftovers_removed_and_run_resumes(work, tmp_path):
-    # a kill -9 during save_checkpoint leaves ".ckpt.pt.XXXX.tmp" (older versions: "ckpt.pt.XXXX.tmp") beside
-    # the last whole ckpt.pt
+    # a kill -9 during save_checkpoint leaves ".ckpt.pt.XXXX.tmp" beside the last whole ckpt.pt
     out = tmp_path / "ck"
-    pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
-    run_dir = out / "pretrain-bpe"
-    stale = run_dir / "ckpt.pt.abcd1234.tmp"
-    stale.write_bytes(b"PK\x03\x04 half a checkpoint")
+    pretrain.main(["--data", str(work["corpus"]), *BPE, "--out-dir", str(out), *TINY, "--max-steps", "2"])
+    run_dir = out / "tiny" / "learned-bpe-300"
+    stale = run_dir / ".summary.json.abcd1234.tmp"
+    stale.write_bytes(b"{")
     stale_new = run_dir / ".ckpt.pt.efgh5678.tmp"
     stale_new.write_bytes(b"PK\x03\x04 half a checkpoint")
-    assert read_checkpoint(run_dir / "ckpt.pt")["step"] == 2  # the last good checkpoint is readable
+    assert read_checkpoint(run_dir / "ckpt.pt")["state"]["step"] == 2  # the last good checkpoint is readable
     m = pretrain.main(
-        ["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"]
+        ["--data", str(work["corpus"]), *BPE, "--out-dir", str(out), *TINY, "--max-steps", "4", "--resume"]
     )
-    assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["step"] == 4
+    assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["state"]["step"] == 4
     assert not stale.exists() and not stale_new.exists()  # before: left behind for ever
 
 
@@ -372,13 +374,13 @@ def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(work, tmp_path):
     import time
 
     out = tmp_path / "ck"
-    ckpt = out / "pretrain-bpe" / "ckpt.pt"
+    ckpt = out / "tiny" / "learned-bpe-300" / "ckpt.pt"
     cmd = [
         sys.executable,
         str(REPO / "pretrain.py"),
         "--data",
         str(work["corpus"]),
-        "--bpe",
+        *BPE,
         "--out-dir",
         str(out),
         *TINY,
@@ -400,23 +402,23 @@ def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(work, tmp_path):
         proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted: checkpoint written at step" in rest
-    step = read_checkpoint(out / "pretrain-bpe" / "ckpt.pt")["step"]
+    step = read_checkpoint(out / "tiny" / "learned-bpe-300" / "ckpt.pt")["state"]["step"]
     assert step > 0
     m = pretrain.main(
-        ["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", str(step + 1), "--resume"]
+        ["--data", str(work["corpus"]), *BPE, "--out-dir", str(out), *TINY, "--max-steps", str(step + 1), "--resume"]
     )
     assert m["steps"] == step + 1
 
 
 def test_pretrain_resume_from_truncated_checkpoint_keeps_it(work, tmp_path):
     out = tmp_path / "ck"
-    pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--max-steps", "2"])
-    ck = out / "pretrain-bpe" / "ckpt.pt"
+    pretrain.main(["--data", str(work["corpus"]), *BPE, "--out-dir", str(out), *TINY, "--max-steps", "2"])
+    ck = out / "tiny" / "learned-bpe-300" / "ckpt.pt"
     raw = ck.read_bytes()
     ck.write_bytes(raw[: len(raw) // 3])
     with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --resume: {ck}: cannot read checkpoint"):
-        pretrain.main(["--data", str(work["corpus"]), "--bpe", "--out-dir", str(out), *TINY, "--resume"])
-    assert ck.stat().st_size == len(raw) // 3 and (out / "pretrain-bpe" / "best.pt").is_file()
+        pretrain.main(["--data", str(work["corpus"]), *BPE, "--out-dir", str(out), *TINY, "--resume"])
+    assert ck.stat().st_size == len(raw) // 3 and (out / "tiny" / "learned-bpe-300" / "best.pt").is_file()
 
 
 # ----------------------------------------------------------------------------- sample.py / bits.py
@@ -528,7 +530,7 @@ def test_resolve_device():
 @pytest.mark.parametrize("bad", [b"abc", None, 5])
 def test_encode_non_text_is_a_type_error(work, kind, bad):
     # before: AttributeError: 'bytes' object has no attribute 'encode'
-    tok = load(work["corpus"] / f"tokenizer-{kind}.json")
+    tok = load(work["corpus"] / f"tokenizer-{ {'bpe': 'bpe-300', 'word': 'word-60'}[kind] }.json")
     for call in (tok.encode, tok.encode_ordinary, lambda x: tok.encode_batch(["ok", x])):
         with pytest.raises(TypeError, match=rf"text must be a str, got {type(bad).__name__}"):
             call(bad)
@@ -545,7 +547,7 @@ def test_write_tokens_rejects_non_integer_ids(work, tmp_path, ids):
     # before: floats were truncated silently (1.5 -> 1); strings gave a numpy UFuncTypeError
     from storygpt.data import write_tokens
 
-    tok = load(work["corpus"] / "tokenizer-bpe.json")
+    tok = load(work["corpus"] / "tokenizer-bpe-300.json")
     target = tmp_path / "t.bin"
     with pytest.raises(ValueError, match=rf"^{target}: token ids must be integers"):
         write_tokens(target, ids, tok)
@@ -555,7 +557,7 @@ def test_write_tokens_rejects_non_integer_ids(work, tmp_path, ids):
 @pytest.mark.parametrize("kind", ["bpe", "word"])
 def test_encode_batch_of_a_single_string(work, kind):
     # before: encode_batch("abc") encoded three one-character texts, silently
-    tok = load(work["corpus"] / f"tokenizer-{kind}.json")
+    tok = load(work["corpus"] / f"tokenizer-{ {'bpe': 'bpe-300', 'word': 'word-60'}[kind] }.json")
     for call in (tok.encode_batch, tok.encode_batch_numpy):
         with pytest.raises(TypeError, match="texts must be a list of str, got a single str"):
             call("abc")
@@ -599,9 +601,9 @@ def test_bad_special_tokens(specials, words):
 def test_read_tokens_with_the_other_kinds_tokenizer(work):
     from storygpt.data import read_tokens
 
-    word = load(work["corpus"] / "tokenizer-word.json")
-    with pytest.raises(ValueError, match=rf"^{work['corpus']}/train-bpe.bin: written by another tokenizer"):
-        read_tokens(work["corpus"] / "train-bpe.bin", word)
+    word = load(work["corpus"] / "tokenizer-word-60.json")
+    with pytest.raises(ValueError, match=rf"^{work['corpus']}/train-bpe-300.bin: written by another tokenizer"):
+        read_tokens(work["corpus"] / "train-bpe-300.bin", word)
 
 
 def test_cpp_train_missing_file_names_it(tmp_path):
@@ -623,7 +625,7 @@ def test_cpp_train_missing_file_names_it(tmp_path):
 )
 def test_tokenizer_file_with_malformed_merges(work, tmp_path, edit, words):
     # the C++ Encoder itself accepts the first two (reported); the Python layer checks every merge's bytes
-    d = json.loads((work["corpus"] / "tokenizer-bpe.json").read_text(encoding="utf-8"))
+    d = json.loads((work["corpus"] / "tokenizer-bpe-300.json").read_text(encoding="utf-8"))
     edit(d)
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(d), encoding="utf-8")
@@ -635,7 +637,7 @@ def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(work, tm
     # before: os.replace failed inside close() and the "NAME.XXXX.tmp" file stayed beside the destination
     from storygpt.data import binfile, write_tokens
 
-    tok = load(work["corpus"] / "tokenizer-bpe.json")
+    tok = load(work["corpus"] / "tokenizer-bpe-300.json")
     target = tmp_path / "sub"
     target.mkdir()
     with pytest.raises(IsADirectoryError, match=rf"^{target}: is a folder"):

@@ -61,7 +61,9 @@ def main_job(tmp_path, **env):
         DATA_ROOT=str(tmp_path / "data"),
         CKPT_ROOT=str(tmp_path / "ck"),
         CORPUS="tiny",
-        DATA_ARGS=f"--train-file {tmp_path / 'tiny.txt'} --vocab-size 300 --quiet",
+        DATA_ARGS=f"--train-file {tmp_path / 'tiny.txt'} --quiet",
+        WORD="word:300",
+        BPE="bpe:300",
         PRETRAIN_ARGS=TINY_MODEL,
         SAMPLE_TOKENS="12",
         MINUTES="1",
@@ -82,20 +84,20 @@ def main_job(tmp_path, **env):
 def check_output(p, tmp_path):
     out = p.stdout
     assert p.returncode == 0, out[-3000:] + p.stderr[-3000:]
-    for f in ("train-word.bin", "valid-bpe.bin", "tokenizer-bpe.json", "valid.txt"):
+    for f in ("train-word-300.bin", "valid-bpe-300.bin", "tokenizer-bpe-300.json", "valid.txt"):
         assert (tmp_path / "data" / "tiny" / f).is_file()
-    for run in ("pretrain-rope", "pretrain-rope-bpe"):
-        assert (tmp_path / "ck" / run / "best.pt").is_file()
+    for run in ("rope-word-300", "rope-bpe-300"):
+        assert (tmp_path / "ck" / "tiny" / run / "best.pt").is_file()
     rows = {
         m.group(1): m.groups()
         for m in re.finditer(
-            r"^(pretrain-rope(?:-bpe)?)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$",
+            r"^(rope-(?:word|bpe)-300)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$",
             out,
             re.M,
         )
     }
-    assert set(rows) == {"pretrain-rope", "pretrain-rope-bpe"}, out
-    bpe, word = rows["pretrain-rope-bpe"], rows["pretrain-rope"]
+    assert set(rows) == {"rope-word-300", "rope-bpe-300"}, out
+    bpe, word = rows["rope-bpe-300"], rows["rope-word-300"]
     assert bpe[1] == "bpe" and word[1] == "word"
     assert float(bpe[5]) == 1.0  # BPE round-trips every held-out document
     assert float(word[5]) < 1.0  # the word tokenizer loses the new lines
@@ -103,7 +105,7 @@ def check_output(p, tmp_path):
         assert math.isfinite(float(r[6])) and 0 < float(r[6]) < 20
     samples = re.findall(r"^-----\n(.*?)\n-----$", out, re.M | re.S)
     assert len(samples) == 2 and all(s.startswith("Tom saw") for s in samples), out
-    assert "What to run next" in out and str(tmp_path / "ck" / "pretrain-rope-bpe") in out
+    assert "What to run next" in out and str(tmp_path / "ck" / "tiny" / "rope-bpe-300") in out
 
 
 @pytest.fixture
