@@ -887,12 +887,13 @@ def run(s: Session, state: TrainState) -> TrainState:
     start_elapsed, t0 = state.elapsed, time.perf_counter()
     state.stop_reason = None
     h = s.hyper
-    saved_final = False
+    saved_at = None  # the step of the last checkpoint this session wrote
     s.model.train()
     while True:
         state.elapsed, stopped, _ = agree(s, start_elapsed + time.perf_counter() - t0)
         if stopped:
-            save(s, state, best=False)
+            if saved_at != state.step:
+                save(s, state, best=False)
             raise Interrupted(state.step, s.files.ckpt)
         reason = s.budgets.reached(state)
         if state.step > 0 and not state.evaluated and (state.step % h.eval_interval == 0 or reason):
@@ -901,7 +902,8 @@ def run(s: Session, state: TrainState) -> TrainState:
                 continue  # cut short by a signal: checkpoint at the top of the loop, redone on resume
             state.stop_reason = reason
             save(s, state, best=state.best_bpc < before)
-            saved_final = reason is not None
+            saved_at = state.step
+            continue  # a signal during the evaluation or the save stops the run here
         if reason:
             break
         lr = lr_at(state.step, s.budgets.progress(state), h.lr, h.min_lr, h.warmup_steps)
@@ -922,8 +924,8 @@ def run(s: Session, state: TrainState) -> TrainState:
             tps = state.tokens / state.train_time if state.train_time > 0 else 0.0
             s.progress.set_postfix_str(f"step {state.step} loss {loss:.3f} {tps:,.0f} tok/s", refresh=False)
             s.progress.update(0)
-    state.stop_reason = reason
-    if not saved_final:
+    if saved_at != state.step or state.stop_reason != reason:
+        state.stop_reason = reason
         save(s, state, best=False)
     return state
 
