@@ -19,7 +19,7 @@ from pathlib import Path
 
 from storygpt import runtime
 from storygpt import train as T
-from storygpt.checkpoint import CheckpointError, read_checkpoint, relative_data_path, to_plain
+from storygpt.checkpoint import to_plain
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model import GPTConfig
 from storygpt.model.presets import PRESETS, preset
@@ -163,21 +163,11 @@ def main(argv: list[str] | None = None) -> dict:
         dist.close()
 
 
-def log(msg: str) -> None:
-    if runtime.Dist.from_env().master:
-        from tqdm import tqdm
-
-        with tqdm.external_write_mode(file=sys.stdout):  # print between bar redraws, flushed
-            print(msg, file=sys.stdout, flush=True)
+log = T.log_master
 
 
 def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
     files = T.RunFiles(run_folder(args))
-    existing = files.folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise T.RunError(f"--out-dir {args.out_dir}: {existing} is a file, not a folder")
     if args.resume and args.force:
         raise T.RunError("--resume and --force contradict each other")
     with T.locked(files, dist.master):
@@ -185,16 +175,8 @@ def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag
 
 
 def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
-    ckpt = None
-    if args.resume:
-        try:
-            ckpt = read_checkpoint(files.ckpt)
-        except FileNotFoundError:
-            raise T.RunError(f"--resume: no checkpoint at {T.show(files.ckpt)}") from None
-        except CheckpointError as e:
-            raise T.RunError(f"--resume: {e}") from None
-        if any(k not in ckpt for k in ("optimizer", "state", "args", "corpus", "data")):
-            raise T.RunError(f"--resume: {T.show(files.ckpt)} holds no training state (a best.pt?)")
+    ckpt = T.read_resumable(files.ckpt) if args.resume else None
+    if ckpt is not None:
         vars(args).update(T.resumed_args(vars(args), explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, log))
     elif files.ckpt.exists() and not args.force:
         raise T.RunError(
@@ -208,13 +190,7 @@ def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, st
         device, dtype, threads = runtime.setup(args.device, args.dtype, args.threads, dist, log)
     except ValueError as e:
         raise T.RunError(str(e)) from None
-    tokenizer, train = T.load_data(data_dir, spec, args.block_size)
-    if ckpt is not None:
-        T.check_stored_tokenizer(ckpt, files.ckpt, tokenizer, data_dir)
-    try:
-        heldout = T.heldout_slice(tokenizer, data_dir / "valid.txt", args.eval_chars, args.block_size)
-    except (OSError, ValueError) as e:
-        raise T.RunError(f"{e} (the held-out text of --data; run data.py again)") from None
+    tokenizer, train, heldout = T.load_run_data(data_dir, spec, args.block_size, args.eval_chars, ckpt, files.ckpt)
     names = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta")
     try:
         config = GPTConfig(tokenizer.vocab_size, **{k: getattr(args, k) for k in names}, position=POSITION[args.rope])
@@ -233,14 +209,7 @@ def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, st
         ),
         budgets=T.Budgets(a.minutes, a.max_steps, a.budget_tokens, a.budget_chars, a.budget_flops),
         files=files,
-        meta=dict(
-            spec=str(spec),
-            slug=spec.slug,
-            corpus=data_dir.name,
-            data=relative_data_path(data_dir, files.folder),
-            data_abs=str(data_dir),
-            args=to_plain({**vars(args), "data": str(data_dir)}),
-        ),
+        meta=T.run_meta(spec, data_dir, files.folder, to_plain({**vars(args), "data": str(data_dir)})),
         **dict(device=device, dtype=dtype, dist=dist, stop=stop, log=log, weight_decay=a.weight_decay),
         eval_windows=a.eval_windows,
         chars_per_token=T.chars_per_token(data_dir, spec.slug, len(train)),

@@ -480,6 +480,11 @@ def locked(files: RunFiles, master: bool):
     if not master:
         yield
         return
+    existing = files.folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunError(f"cannot create the run folder {show(files.folder)}: {existing} is a file, not a folder")
     created = not files.folder.exists()
     try:
         files.folder.mkdir(parents=True, exist_ok=True)
@@ -492,6 +497,55 @@ def locked(files: RunFiles, master: bool):
         release_lock(files.lock)
         if created and not any(files.folder.iterdir()):
             files.folder.rmdir()
+
+
+def read_resumable(path: Path) -> dict:
+    """The ``ckpt.pt`` to resume from.
+
+    Raises:
+        RunError: no such file, a corrupt file, or one without the training state (a best.pt).
+    """
+    from storygpt.checkpoint import CheckpointError, read_checkpoint
+
+    try:
+        ckpt = read_checkpoint(path)
+    except FileNotFoundError:
+        raise RunError(f"--resume: no checkpoint at {show(path)}") from None
+    except CheckpointError as e:
+        raise RunError(f"--resume: {e}") from None
+    if any(k not in ckpt for k in ("optimizer", "state", "args", "corpus", "data")):
+        raise RunError(f"--resume: {show(path)} holds no training state (a best.pt?)")
+    return ckpt
+
+
+def load_run_data(data_dir: Path, spec, block_size: int, eval_chars: int, ckpt: dict | None, ckpt_path: Path):
+    """``(tokenizer, train tokens, held-out slice)`` of ``data_dir``; on resume the stored tokenizer must match.
+
+    Raises:
+        RunError: see :func:`load_data`, :func:`check_stored_tokenizer`; a missing or unreadable valid.txt.
+    """
+    tokenizer, train = load_data(data_dir, spec, block_size)
+    if ckpt is not None:
+        check_stored_tokenizer(ckpt, ckpt_path, tokenizer, data_dir)
+    try:
+        heldout = heldout_slice(tokenizer, data_dir / "valid.txt", eval_chars, block_size)
+    except (OSError, ValueError) as e:
+        raise RunError(f"{e} (the held-out text of --data; run data.py again)") from None
+    return tokenizer, train, heldout
+
+
+def run_meta(spec, data_dir: Path, folder: Path, args: dict) -> dict:
+    """What every checkpoint of the run records about it besides the model (see storygpt.checkpoint)."""
+    from storygpt.checkpoint import relative_data_path
+
+    return dict(
+        spec=str(spec),
+        slug=spec.slug,
+        corpus=data_dir.name,
+        data=relative_data_path(data_dir, folder),
+        data_abs=str(data_dir),
+        args=args,
+    )
 
 
 # -------------------------------------------------------------- test hooks
@@ -801,6 +855,15 @@ def save(s: Session, state: TrainState, best: bool) -> None:
         kept = "the previous checkpoint is kept" if s.files.ckpt.exists() else "no checkpoint was written"
         why = e.strerror or os.strerror(e.errno or errno.EIO)
         raise RunError(f"cannot write {show(path)}: {why}; {kept}") from None
+
+
+def log_master(msg: str) -> None:
+    """Print ``msg`` on rank 0, between progress-bar redraws, flushed (whole lines even into a pipe)."""
+    if Dist.from_env().master:
+        from tqdm import tqdm
+
+        with tqdm.external_write_mode(file=sys.stdout):
+            print(msg, file=sys.stdout, flush=True)
 
 
 def show(path: Path | str) -> str:
