@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="data.py",
         description=(
             "Get a corpus, split it into training and validation documents, train a tokenizer on the "
-            "training split and write the token files pretrain.py reads (OUT/NAME/{train,valid}-KIND.bin, "
+            "training split and write the token files pretrain.py reads (OUT/NAME/{train,valid}-SLUG.bin, "
             "tokenizer-SLUG.json, stats-SLUG.json, train.txt, valid.txt; SLUG is KIND-VOCAB, e.g. bpe-8192)."
         ),
         formatter_class=DefaultsOnceHelpFormatter,

@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pretrain  # noqa: E402  (for its defaults and device choice)
+from storygpt import runtime  # noqa: E402
 from storygpt.helpformat import DefaultsOnceHelpFormatter  # noqa: E402
 from storygpt.model import GPT, GPTConfig  # noqa: E402
 
@@ -51,8 +52,8 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--steps", type=int, default=10, help="timed steps")
     args = p.parse_args(argv)
 
-    device = pretrain.pick_device(args.device, 0)
-    torch.set_num_threads(args.threads or pretrain.usable_cores())
+    device = runtime.training_device(args.device, 0)
+    torch.set_num_threads(args.threads or runtime.usable_cores())
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         offered = ["float32", "bfloat16", "float16"] if torch.cuda.is_bf16_supported() else ["float32", "float16"]

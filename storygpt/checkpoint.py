@@ -38,6 +38,7 @@ import torch
 from storygpt.atomic import atomic_write
 
 REQUIRED_KEYS = ("model", "config", "tokenizer")
+# keys a ckpt.pt to resume from holds besides the model (best.pt has no optimizer, state, args)
 TRAINING_KEYS = ("optimizer", "state", "args", "spec", "slug", "corpus", "data")
 
 

@@ -505,7 +505,7 @@ def read_resumable(path: Path) -> dict:
     Raises:
         RunError: no such file, a corrupt file, or one without the training state (a best.pt).
     """
-    from storygpt.checkpoint import CheckpointError, read_checkpoint
+    from storygpt.checkpoint import TRAINING_KEYS, CheckpointError, read_checkpoint
 
     try:
         ckpt = read_checkpoint(path)
@@ -513,7 +513,7 @@ def read_resumable(path: Path) -> dict:
         raise RunError(f"--resume: no checkpoint at {show(path)}") from None
     except CheckpointError as e:
         raise RunError(f"--resume: {e}") from None
-    if any(k not in ckpt for k in ("optimizer", "state", "args", "corpus", "data")):
+    if any(k not in ckpt for k in TRAINING_KEYS):
         raise RunError(f"--resume: {show(path)} holds no training state (a best.pt?)")
     return ckpt
 
@@ -929,7 +929,7 @@ def agree(s: Session, elapsed: float, loss: float = 0.0) -> tuple[float, bool, f
         return elapsed, bool(s.stop), loss
     import torch.distributed as dist
 
-    t = torch.tensor([elapsed, 1.0 if s.stop else 0.0, loss], dtype=torch.float64)
+    t = torch.tensor([elapsed, 1.0 if s.stop else 0.0, loss], dtype=torch.float64, device=s.device)
     dist.all_reduce(t)
     return float(t[0]) / s.dist.world, bool(t[1] > 0), float(t[2]) / s.dist.world
 
