@@ -177,7 +177,7 @@ def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag
 def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
     ckpt = T.read_resumable(files.ckpt) if args.resume else None
     if ckpt is not None:
-        vars(args).update(T.resumed_args(vars(args), explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, log))
+        vars(args).update(T.resumed_args(vars(args), explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
     elif files.ckpt.exists() and not args.force:
         raise T.RunError(
             f"{T.show(files.ckpt)} already exists; pass --resume to continue that run, --force to "

@@ -319,7 +319,7 @@ class Session:
     log: Callable[[str], None] = print
     metrics: MetricsLog | None = None
     progress: object | None = None  # a tqdm bar or None
-    hooks: TestHooks | None = None
+    hooks: InterruptHooks | None = None
 
     @property
     def block_size(self) -> int:
@@ -396,7 +396,7 @@ def build_session(
         params=parameter_split(model),
         stop=stop,
         log=log,
-        hooks=TestHooks.from_env(),
+        hooks=InterruptHooks.from_env(),
     )
     return s, (restore(s, ckpt) if ckpt is not None else TrainState())
 
@@ -436,8 +436,11 @@ def check_stored_tokenizer(ckpt: dict, path: Path, tokenizer, data_dir: Path) ->
         )
 
 
-def resumed_args(given: dict, explicit: set[str], ckpt: dict, path: Path, overridable: set[str], log) -> dict:
-    """The flags a resumed run goes on with: the run's own, except the ``overridable`` ones given explicitly.
+def resumed_args(
+    given: dict, explicit: set[str], ckpt: dict, path: Path, overridable: set[str], budgets: tuple, log
+) -> dict:
+    """The flags a resumed run goes on with: the run's own, except the ``overridable`` ones given explicitly;
+    when any of the ``budgets`` flags is given, the given budgets replace all the run's budgets.
 
     ``given``: this command line's values (tokenizer as a canonical SPEC, data as given).  The data
     folder is the stored one (see :func:`storygpt.checkpoint.data_dir_of`), or ``given["data"]`` when
@@ -471,6 +474,8 @@ def resumed_args(given: dict, explicit: set[str], ckpt: dict, path: Path, overri
     if kept:
         log(f"warning: --resume keeps the run's own {', '.join('--' + k.replace('_', '-') for k in kept)}")
     out = {k: v for k, v in saved.items() if k not in overridable or k not in explicit}
+    if explicit & set(budgets):  # budgets given replace the run's own; with none given, the run keeps its own
+        out.update({b: given[b] for b in budgets})
     return {**out, "data": str(stored)}
 
 
@@ -550,7 +555,7 @@ def run_meta(spec, data_dir: Path, folder: Path, args: dict) -> dict:
 
 # -------------------------------------------------------------- test hooks
 @dataclass
-class TestHooks:
+class InterruptHooks:
     """``STORYGPT_TEST_HOOK="POINT@STEP:ACTION[,...]"``: send this process a signal at a named point.
 
     POINT: ``step`` (mid-step, after the first micro-batch's backward), ``eval`` (after the first batch
@@ -562,7 +567,7 @@ class TestHooks:
     points: dict
 
     @classmethod
-    def from_env(cls) -> TestHooks | None:
+    def from_env(cls) -> InterruptHooks | None:
         spec = os.environ.get("STORYGPT_TEST_HOOK")
         if not spec:
             return None
@@ -660,9 +665,10 @@ def acquire_lock(path: Path) -> None:
             except (OSError, ValueError):
                 pid, host = None, ""
             if pid is not None and (host != socket.gethostname() or _alive(pid)):
+                where = f" on {host}" if host else ""
                 raise RunError(
-                    f"{path.parent} is being written by process {pid}" + (f" on {host}" if host else "") + f" "
-                    f"(lock file {path}); wait for it to end or stop it"
+                    f"{show(path.parent)} is being written by process {pid}{where} (lock file {show(path)}); "
+                    "wait for it to end or stop it"
                 ) from None
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # stale: its process is gone

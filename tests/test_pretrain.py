@@ -281,6 +281,9 @@ def test_budgets_stop_at_the_first_reached(tmp_path):
     cpt = m["chars_per_token"]
     m = run(data, tmp_path / "d", "--budget-chars", str(2.5 * per_step * cpt))
     assert m["steps"] == 3 and m["stop_reason"] == "chars"
+    # budgets given with --resume replace the run's own (here its --max-steps 2)
+    m = run(data, tmp_path / "c", "--budget-tokens", str(4 * per_step), "--resume")
+    assert m["steps"] == 4 and m["stop_reason"] == "tokens"
     for bad in (["--budget-flops", "0"], ["--max-steps", "0"], ["--minutes", "-1"], ["--budget-tokens", "nan"]):
         with pytest.raises(SystemExit):
             run(data, tmp_path / "e", *bad)

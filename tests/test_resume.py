@@ -1,6 +1,6 @@
 """Exact resume: a run stopped at any point and resumed equals one never stopped, bit for bit.
 
-Interrupts are injected with STORYGPT_TEST_HOOK (storygpt.train.TestHooks): the process sends
+Interrupts are injected with STORYGPT_TEST_HOOK (storygpt.train.InterruptHooks): the process sends
 itself SIGINT/SIGTERM/SIGKILL mid-step, during an evaluation or while ckpt.pt is written.
 Also: the lock file, a full disk, a malformed stored tokenizer, budgets in FLOPs under load.
 """
