@@ -25,14 +25,7 @@ from storygpt.evaluate import (  # noqa: E402
     token_stream,
 )
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run faster on one thread, above all on a busy machine; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 # --------------------------------------------------------------------------
