@@ -92,7 +92,28 @@ def build_parser() -> argparse.ArgumentParser:
         "smaller values overlap windows so each token after the first window gets at least "
         "context-S tokens of context; every token is still predicted once",
     )
-    ap.add_argument("--batch-size", type=int, default=16, metavar="B", help="windows per forward pass (default 16)")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        metavar="B",
+        help="windows per forward pass (default: 8192 input tokens' worth, e.g. 64 windows of 128)",
+    )
+    ap.add_argument(
+        "--dtype",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        default="auto",
+        help="compute dtype (autocast; the cross-entropy is float32 either way). auto: bfloat16 on CUDA, "
+        "float32 elsewhere (bfloat16 agrees with float32 within 0.001 bits/char on the checkpoints measured in "
+        "docs/bits.md, but a CPU without native bfloat16 runs it several times slower)",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="torch CPU threads (default 0 = time one batch on 1 thread and on all usable cores, keep the faster)",
+    )
     ap.add_argument(
         "--device",
         default="auto",
@@ -103,8 +124,60 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print one JSON object (the text measured and one record per checkpoint) instead of the table",
     )
-    ap.add_argument("--no-progress", action="store_true", help="do not show progress bars")
+    ap.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress output (by default a tqdm bar on a terminal, else a line per model and per 10%% on stderr)",
+    )
     return ap
+
+
+class ProgressLines:
+    """Progress for a non-terminal stderr (a log file, a pipe): a line when a model starts and at each 10%."""
+
+    def __init__(self, name: str, stream=None):
+        import time
+
+        self.name, self.stream, self.t0, self.next = name, stream or sys.stderr, time.perf_counter(), 10
+        print(f"bits.py: {name}: measuring", file=self.stream, flush=True)
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+
+        pct = 100 * done // total
+        if pct >= self.next:
+            self.next = (pct // 10 + 1) * 10
+            elapsed = time.perf_counter() - self.t0
+            print(
+                f"bits.py: {self.name}: {pct}% ({done:,} of {total:,} tokens, {elapsed:.1f} s)",
+                file=self.stream,
+                flush=True,
+            )
+
+
+class ProgressBar:
+    """A tqdm bar over the predicted tokens of one model."""
+
+    def __init__(self, name: str):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(desc=name, unit="tok", unit_scale=True, leave=False)
+
+    def __call__(self, done: int, total: int) -> None:
+        self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def compute_dtype(name: str, device: str):
+    """The torch dtype for ``--dtype NAME`` on ``device`` (auto: bfloat16 on CUDA, else float32; docs/bits.md)."""
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    return getattr(torch, name)
 
 
 def load_text(args, loaded) -> tuple[list[str], str]:
@@ -181,12 +254,42 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
 
 
+def pick_threads(model, tok, docs, block_size: int, dtype) -> int:
+    """Time one batch of the text's first windows on 1 thread and on all usable cores; the faster count."""
+    import os
+
+    import torch
+
+    from storygpt.evaluate import autocast_context, default_batch_size
+    from storygpt.evaluate import pick_threads as fastest
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    if cores <= 1:
+        return 1
+    ids = [tok.eot_id]
+    for d in docs:
+        ids += tok.encode_ordinary(d[: 8 * block_size])
+        if len(ids) > block_size * default_batch_size(block_size):
+            break
+    n = max(1, min(len(ids) // block_size, default_batch_size(block_size)))
+    if len(ids) < block_size:
+        return 1  # too little text to be worth the timing
+    x = torch.tensor(ids[: n * block_size]).view(n, block_size)
+    with autocast_context("cpu", dtype):
+        return fastest(model, x, [1, cores])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.stride is not None and args.stride <= 0:
             raise ValueError(f"--stride must be positive, got {args.stride}")
-        if args.batch_size <= 0:
+        if args.threads < 0:
+            raise ValueError(f"--threads must be positive (or 0 = choose), got {args.threads}")
+        if args.batch_size is not None and args.batch_size <= 0:
             raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
         if args.chars < 0:
             raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
@@ -230,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
             if stride is not None and stride > block_size:
                 raise ValueError(f"--stride {stride} is larger than the context length {block_size} of {p}")
             name = run_name(p, paths)
+            dtype = compute_dtype(args.dtype, device)
+            if device == "cpu":
+                torch.set_num_threads(args.threads or pick_threads(model, tok, docs, block_size, dtype))
+            progress = None
+            if not args.no_progress:
+                progress = ProgressBar(name) if sys.stderr.isatty() else ProgressLines(name)
             res = evaluate_bits(
                 model,
                 tok,
@@ -238,9 +347,11 @@ def main(argv: list[str] | None = None) -> int:
                 stride=stride,
                 batch_size=args.batch_size,
                 device=device,
-                progress=not args.no_progress and sys.stderr.isatty(),
-                desc=name,
+                dtype=dtype,
+                progress=progress,
             )
+            if isinstance(progress, ProgressBar):
+                progress.close()
             if not math.isfinite(res.bits_per_character):
                 print(f"warning: {name}: bits per character is not finite", file=sys.stderr)
             rows.append(

@@ -9,6 +9,7 @@ version stays readable until the new one is complete.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -75,3 +76,8 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write a binary file atomically."""
     with atomic_write(path, "wb") as f:
         f.write(data)
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    """Write ``obj`` as indented UTF-8 JSON (``indent=2``, non-ASCII kept, a final new line) atomically."""
+    write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")

@@ -54,14 +54,12 @@ from typing import Any
 
 import numpy as np
 
-EOT_TEXT = "<|endoftext|>"
-
+# the held-out text is read exactly as data.py writes it, by the one parser (re-exported here)
+from storygpt.data.corpora import read_documents  # noqa: F401
 
 # --------------------------------------------------------------------------
-# checkpoints and devices
+# checkpoints
 # --------------------------------------------------------------------------
-# the one device picker lives in storygpt.runtime; kept importable from here
-from storygpt.runtime import best_device, resolve_device  # noqa: E402,F401
 
 
 def resolve_checkpoint(path: str) -> Path:
@@ -84,49 +82,6 @@ def resolve_checkpoint(path: str) -> Path:
 # --------------------------------------------------------------------------
 # text
 # --------------------------------------------------------------------------
-def split_documents(text: str) -> list[str]:
-    """Split ``text`` into documents exactly as ``data.py`` does.
-
-    The rule is :func:`storygpt.data.corpora.parse_documents`: a separator is
-    a line whose content, without surrounding white space, is
-    ``<|endoftext|>``; the new line ending a document's last line belongs to
-    the separator, and so does the file's final new line; ``\\r\\n`` and lone
-    ``\\r`` become ``\\n``; documents that are empty or only white space are
-    dropped.  Text without separator lines is one document.
-
-    Returns:
-        The documents, in order (an empty list when there is no text).
-    """
-    from storygpt.data.corpora import normalize_newlines, parse_documents
-
-    try:
-        return parse_documents(normalize_newlines(text))
-    except ValueError:  # nothing but separators and white space
-        return []
-
-
-def read_documents(path: str | Path) -> list[str]:
-    """Read a UTF-8 text file of documents separated by ``<|endoftext|>`` lines.
-
-    A leading byte-order mark is dropped; see :func:`split_documents` for the rule.
-
-    Raises:
-        FileNotFoundError: naming ``path`` when it does not exist.
-        ValueError: naming ``path`` when it is not UTF-8 or holds no text.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"text file not found: {path}")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not valid UTF-8 ({e})") from None
-    docs = split_documents(text)
-    if not docs:
-        raise ValueError(f"{path} holds no text to measure")
-    return docs
-
-
 def count_characters(documents: Sequence[str]) -> int:
     """Characters the predicted tokens cover: all characters plus one per document boundary."""
     return sum(len(d) for d in documents) + max(len(documents) - 1, 0)
@@ -284,6 +239,93 @@ def _logits_of(out: Any):
     return out
 
 
+#: windows per forward pass by default: about this many input tokens per pass
+TOKENS_PER_BATCH = 8192
+#: the output layer and the cross-entropy run on row blocks of at most this many logits (8 MiB of float32),
+#: so no large temporary is allocated and freed per pass (on Linux each one costs page faults)
+LOGITS_PER_CHUNK = 2**21
+
+
+def default_batch_size(block_size: int) -> int:
+    """Windows per forward pass when none is given: :data:`TOKENS_PER_BATCH` input tokens, at least one window."""
+    return max(1, TOKENS_PER_BATCH // block_size)
+
+
+def _nll_rows(model: Callable, x, y):
+    """Cross-entropy (nats, float32) of every target of the batch ``x`` -> ``y`` (B, T), flattened to (B*T,).
+
+    A :class:`storygpt.model.GPT` (anything with ``hidden_states`` and ``lm_head``) has its output
+    layer applied in row blocks of :data:`LOGITS_PER_CHUNK` logits; any other model is called whole.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    B, T = x.shape
+    if hasattr(model, "hidden_states") and hasattr(model, "lm_head"):
+        h = model.hidden_states(x).reshape(B * T, -1)
+        vocab = model.lm_head.weight.shape[0]
+        rows = max(1, LOGITS_PER_CHUNK // vocab)
+        logit_blocks = (model.lm_head(h[i : i + rows]) for i in range(0, B * T, rows))
+    else:
+        logits = _logits_of(model(x))
+        if logits.dim() != 3 or logits.shape[:2] != x.shape:
+            raise ValueError(
+                f"the model returned logits of shape {tuple(logits.shape)} for inputs of shape "
+                f"{tuple(x.shape)}; expected (B, T, vocab_size)"
+            )
+        vocab = logits.shape[-1]
+        flat = logits.reshape(B * T, vocab)
+        rows = max(1, LOGITS_PER_CHUNK // vocab)
+        logit_blocks = (flat[i : i + rows] for i in range(0, B * T, rows))
+    if int(y.max()) >= vocab:
+        raise ValueError(
+            f"token id {int(y.max())} is outside the model's vocabulary of {vocab}: "
+            "the tokenizer does not belong to this model"
+        )
+    yf = y.reshape(-1)
+    out, start = [], 0
+    for block in logit_blocks:
+        n = block.shape[0]
+        out.append(F.cross_entropy(block.float(), yf[start : start + n], reduction="none"))
+        start += n
+    return torch.cat(out)
+
+
+def autocast_context(device: Any, dtype: Any):
+    """``torch.autocast`` to ``dtype`` on ``device``; nothing for float32."""
+    import contextlib
+
+    import torch
+
+    if dtype is None or dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device).type, dtype=dtype)
+
+
+def pick_threads(model: Callable, x, candidates: Sequence[int]) -> int:
+    """The torch thread count among ``candidates`` that runs ``model`` on ``x`` fastest (one timed pass each).
+
+    On a CPU shared with other work more threads are often slower (measured in docs/bits.md), so
+    bits.py times one batch rather than assuming.  Leaves torch's thread count at the winner.
+    """
+    import time
+
+    import torch
+
+    best, best_t = candidates[0], math.inf
+    with torch.inference_mode():
+        _nll_rows(model, x, x)  # warm-up: first-call allocations are not charged to the first candidate
+        for n in dict.fromkeys(candidates):
+            torch.set_num_threads(n)
+            t = time.perf_counter()
+            _nll_rows(model, x, x)
+            dt = time.perf_counter() - t
+            if dt < best_t:
+                best, best_t = n, dt
+    torch.set_num_threads(best)
+    return best
+
+
 def evaluate_bits(
     model: Callable,
     tokenizer: Any,
@@ -291,10 +333,10 @@ def evaluate_bits(
     *,
     block_size: int,
     stride: int | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     device: Any = "cpu",
-    progress: bool = False,
-    desc: str = "bits",
+    dtype: Any = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> BitsResult:
     """Measure ``model`` in bits per character on ``documents``.
 
@@ -302,7 +344,9 @@ def evaluate_bits(
         model: a callable mapping a LongTensor of ids ``(B, T)`` on ``device`` to
             logits ``(B, T, V)`` (any float dtype), or to a tuple whose first
             item is those logits (``storygpt.model.GPT.forward`` returns
-            ``(logits, loss)``).  Called under ``torch.no_grad()``; if it is a
+            ``(logits, loss)``); a model with ``hidden_states`` and ``lm_head``
+            (:class:`storygpt.model.GPT`) has its output layer applied in
+            pieces instead.  Called under ``torch.inference_mode()``; if it is a
             ``torch.nn.Module`` it is put in eval mode for the call and its
             previous mode restored afterwards.
         tokenizer: anything with ``encode_ordinary(str) -> list[int]``,
@@ -313,24 +357,28 @@ def evaluate_bits(
         block_size: the model's context length (inputs per window).
         stride: window step, ``1 .. block_size`` (default ``block_size``:
             back-to-back windows).  See :func:`scoring_windows`.
-        batch_size: windows per forward call.
+        batch_size: windows per forward call (default :func:`default_batch_size`).
         device: torch device for the inputs.
-        progress: show a tqdm bar over the windows.
+        dtype: compute dtype under ``torch.autocast`` (None or float32: none);
+            the cross-entropy is always computed in float32 and summed in float64.
+        progress: called after each batch with ``(targets scored so far, all targets)``.
 
     Returns:
         a :class:`BitsResult`; ``.bits_per_character`` is
-        ``nats / (ln 2 * characters)``.
+        ``nats / (ln 2 * characters)``.  The result does not depend on
+        ``batch_size`` beyond float32 rounding (tests/test_bits.py).
 
     Raises:
         ValueError: no documents, an empty token stream, logits of the wrong
             shape, or a token id outside the model's vocabulary.
     """
     import torch
-    import torch.nn.functional as F
 
     documents = [d for d in documents if d]
     if not documents:
         raise ValueError("no text to measure (all documents are empty)")
+    if batch_size is None:
+        batch_size = default_batch_size(block_size)
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     stream, per_doc = token_stream(tokenizer, documents)
@@ -341,7 +389,10 @@ def evaluate_bits(
     unk = getattr(tokenizer, "unk_id", None)
     n_unk = int((stream[1:] == unk).sum()) if unk is not None else 0
 
-    windows = list(scoring_windows(n_targets, block_size, stride))
+    # group windows of equal length so that each batch is one tensor (all but the last are full length)
+    by_len: dict[int, list[tuple[int, int, int]]] = {}
+    for w in scoring_windows(n_targets, block_size, stride):
+        by_len.setdefault(w[1] - w[0], []).append(w)
     data = torch.from_numpy(stream)
     total = 0.0
     scored_tokens = 0
@@ -349,48 +400,22 @@ def evaluate_bits(
     if was_training is not None:
         model.eval()
     try:
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=n_targets, desc=desc, unit="tok", unit_scale=True, leave=False)
-        with torch.no_grad():
-            # group windows of equal length so that each batch is one tensor
-            by_len: dict[int, list[tuple[int, int, int]]] = {}
-            for w in windows:
-                by_len.setdefault(w[1] - w[0], []).append(w)
+        with torch.inference_mode(), autocast_context(device, dtype):
             for length, group in by_len.items():
+                offsets = torch.arange(length)
                 for i in range(0, len(group), batch_size):
                     batch = group[i : i + batch_size]
-                    x = torch.stack([data[b:e] for b, e, _ in batch]).to(device)
-                    y = torch.stack([data[b + 1 : e + 1] for b, e, _ in batch]).to(device)
-                    logits = _logits_of(model(x))
-                    if logits.dim() != 3 or logits.shape[:2] != x.shape:
-                        raise ValueError(
-                            f"the model returned logits of shape {tuple(logits.shape)} for inputs of shape "
-                            f"{tuple(x.shape)}; expected (B, T, vocab_size)"
-                        )
-                    vocab = logits.shape[-1]
-                    if int(y.max()) >= vocab:
-                        raise ValueError(
-                            f"token id {int(y.max())} is outside the model's vocabulary of {vocab}: "
-                            "the tokenizer does not belong to this model"
-                        )
-                    nll = F.cross_entropy(logits.float().reshape(-1, vocab), y.reshape(-1), reduction="none").view(
-                        len(batch), length
-                    )
+                    starts = torch.tensor([b for b, _, _ in batch])
+                    x = data[starts[:, None] + offsets].to(device)
+                    y = data[starts[:, None] + offsets + 1].to(device)
+                    nll = _nll_rows(model, x, y).view(len(batch), length)
                     # target of column t is stream token b + 1 + t; keep those >= first_scored
-                    pos = torch.arange(1, length + 1, device=nll.device)
-                    starts = torch.tensor([b for b, _, _ in batch], device=nll.device)
-                    firsts = torch.tensor([f for _, _, f in batch], device=nll.device)
-                    keep = (starts[:, None] + pos[None, :]) >= firsts[:, None]
+                    firsts = torch.tensor([f for _, _, f in batch])
+                    keep = ((starts[:, None] + offsets + 1) >= firsts[:, None]).to(nll.device)
                     total += float(nll[keep].double().sum())
-                    n = int(keep.sum())
-                    scored_tokens += n
-                    if bar is not None:
-                        bar.update(n)
-        if bar is not None:
-            bar.close()
+                    scored_tokens += int(keep.sum())
+                    if progress is not None:
+                        progress(scored_tokens, n_targets)
     finally:
         if was_training:
             model.train()

@@ -21,19 +21,11 @@ from storygpt.evaluate import (  # noqa: E402
     evaluate_bits,
     read_documents,
     scoring_windows,
-    split_documents,
     take_characters,
     token_stream,
 )
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run faster on one thread, above all on a busy machine; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 # --------------------------------------------------------------------------
@@ -151,13 +143,15 @@ def direct_nats(model, ids, block_size, stride):
 # --------------------------------------------------------------------------
 # text handling
 # --------------------------------------------------------------------------
-def test_split_documents_drops_separator_lines_and_their_new_lines():
+def test_read_documents_drops_separator_lines_and_their_new_lines(tmp_path):
+    # bits.py reads the text with data.py's parser (storygpt.data.corpora), re-exported by storygpt.evaluate
     text = (
         "first doc\r\nline two\n<|endoftext|>\nsecond\n <|endoftext|> \n\n<|endoftext|>\nthird <|endoftext|> inline\n"
     )
-    assert split_documents(text) == ["first doc\nline two", "second", "third <|endoftext|> inline"]
-    assert split_documents("no separator\n\n") == ["no separator\n"]
-    assert split_documents("<|endoftext|>\n") == []
+    (tmp_path / "t.txt").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_documents(tmp_path / "t.txt") == ["first doc\nline two", "second", "third <|endoftext|> inline"]
+    (tmp_path / "one.txt").write_text("no separator\n\n")
+    assert read_documents(tmp_path / "one.txt") == ["no separator\n"]
 
 
 def test_take_characters_counts_one_per_boundary():
@@ -246,6 +240,32 @@ def test_batch_size_does_not_change_the_result(char_model):
     a = evaluate_bits(model, tok, DOCS, block_size=8, batch_size=1)
     b = evaluate_bits(model, tok, DOCS, block_size=8, batch_size=64)
     assert a.nats == pytest.approx(b.nats, rel=1e-6)
+
+
+@pytest.mark.parametrize("stride", [16, 5])
+def test_gpt_batched_output_layer_in_pieces_equals_one_window_at_a_time(stride, monkeypatch):
+    # a GPT takes the batched path (hidden states, output layer in row blocks); the oracle is the plain
+    # forward() one window at a time, and the per-target direct computation
+    GPT, GPTConfig = real_pieces()[:2]
+    import storygpt.evaluate as ev
+
+    tok = CharTokenizer("".join(DOCS))
+    torch.manual_seed(1)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=2, n_head=2, n_embd=32, position="rope"))
+    docs = DOCS * 4
+    one = evaluate_bits(lambda x: model(x)[0], tok, docs, block_size=16, stride=stride, batch_size=1)
+    monkeypatch.setattr(ev, "LOGITS_PER_CHUNK", 7 * tok.vocab_size)  # row blocks of 7 that straddle the windows
+    batched = evaluate_bits(model, tok, docs, block_size=16, stride=stride, batch_size=5)
+    assert batched.tokens == one.tokens
+    assert batched.nats == pytest.approx(one.nats, rel=1e-6, abs=0)
+    stream, _ = token_stream(tok, docs)
+    assert batched.nats == pytest.approx(direct_nats(model, stream.tolist(), 16, stride), rel=1e-6)
+    # progress is reported after every batch, ending at all targets
+    seen = []
+    evaluate_bits(
+        model, tok, docs, block_size=16, stride=stride, batch_size=5, progress=lambda d, t: seen.append((d, t))
+    )
+    assert seen[-1] == (batched.tokens, batched.tokens) and all(a < b for (a, _), (b, _) in zip(seen, seen[1:]))
 
 
 def test_uniform_model_gives_log2_vocab_times_tokens_per_character():
@@ -486,3 +506,21 @@ def test_cli_bad_paths(corpus, capsys, tmp_path):
     ck = make_run(tmp_path / "gone-run", "word", gone, "gone", corpus["train"], steps=0)
     rc, _, err = run_bits(capsys, ck, "--device", "cpu")
     assert rc == 2 and "valid.txt" in err and "--text" in err
+
+
+def test_cli_progress_lines_when_stderr_is_not_a_terminal(corpus):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bits.py"), str(corpus["runs"]["bpe"]), "--device", "cpu", "--batch-size", "1"],
+        capture_output=True,
+        text=True,
+        cwd=corpus["root"],
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0] == "bits.py: bpe-run: measuring"
+    pcts = [int(line.split(": ")[2].split("%")[0]) for line in lines[1:]]
+    assert pcts[-1] == 100 and pcts == sorted(set(pcts)) and all(p >= 10 for p in pcts)
+    assert len(pcts) <= 10

@@ -11,13 +11,7 @@ from storygpt.model import GPT, GPTConfig, apply_rotary, rotary_cos_sin
 TINY = dict(vocab_size=23, block_size=16, n_layer=2, n_head=2, n_embd=32)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one torch thread is fastest, and far faster than two on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def rotation_matrix(m: int, head_dim: int, theta: float) -> torch.Tensor:

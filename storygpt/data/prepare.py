@@ -28,7 +28,6 @@ themselves memory holds only one batch of ids.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from storygpt.atomic import write_json
 
 from . import corpora
 from .binfile import TokenWriter
@@ -360,7 +361,7 @@ def prepare(
         "demo": [demo(tok, DEMO_SENTENCE), demo(tok, UNSEEN_NAME)],
         "files": sorted(p.name for p in folder.iterdir() if not p.name.endswith(".tmp")),
     }
-    corpora.write_text_atomic(folder / f"stats-{slug}.json", json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
+    write_json(folder / f"stats-{slug}.json", stats)
     stats["files"] = sorted(set(stats["files"]) | {f"stats-{slug}.json"})
     return stats
 

@@ -290,6 +290,18 @@ class GPT(nn.Module):
             new_cache.append(kv)
         return self.ln_f(x), new_cache
 
+    def hidden_states(self, idx: torch.Tensor) -> torch.Tensor:
+        """The final (layer-normed) hidden states of ``idx`` (B, T): (B, T, n_embd); ``lm_head`` of them is the logits.
+
+        For callers that apply the output layer in pieces (``storygpt.evaluate``).
+
+        Raises:
+            ValueError: T > block_size.
+        """
+        if idx.size(1) > self.config.block_size:
+            raise ValueError(f"sequence length {idx.size(1)} exceeds block_size {self.config.block_size}")
+        return self._hidden(idx, 0, None)[0]
+
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, ignore_index: int = -1):
         """Logits for every position, and the loss when ``targets`` are given.
 
