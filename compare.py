@@ -61,8 +61,8 @@ class CompareError(Exception):
 
 # ------------------------------------------------------------------ command line
 def number(value: float) -> str:
-    """``6e12 -> '6e12'``, ``2.5e6 -> '2.5e6'``, ``300 -> '300'`` (3 significant digits, no '+')."""
-    return f"{value:.3g}".replace("e+", "e")
+    """``6e12 -> '6e12'``, ``2e9 -> '2e9'``, ``2.5e6 -> '2.5e6'``, ``300 -> '300'`` (3 significant digits)."""
+    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{value:.3g}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -284,7 +284,8 @@ def model_words(args, shape: dict | None) -> str:
     if shape is None:
         return f"preset {args.preset}, {pos}"
     words = (
-        f"{shape['n_layer']} layers, {shape['n_head']} heads, width {shape['n_embd']}, "
+        f"{shape['n_layer']} layer{'s' if shape['n_layer'] != 1 else ''}, {shape['n_head']} "
+        f"head{'s' if shape['n_head'] != 1 else ''}, width {shape['n_embd']}, "
         f"context {shape['block_size']} tokens, {pos}"
     )
     if args.preset:
@@ -730,11 +731,11 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
 
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
-    heldout = (
-        f"{n:,} characters of {bits.get('text', data_dir / 'valid.txt')} "
-        f"({'all of it' if settings.bits_chars == 0 else f'the first {settings.bits_chars:,}'}), "
-        "the same for every tokenizer"
-    )
+    source = bits.get("text", data_dir / "valid.txt")
+    if settings.bits_chars == 0 or n < settings.bits_chars:
+        heldout = f"all {n:,} characters of {source}, the same for every tokenizer"
+    else:
+        heldout = f"the first {n:,} characters of {source}, the same for every tokenizer"
     unit = BUDGETS[settings.budget][2]
     budget = f"{number(settings.budget_value)} {unit}" + (
         " (equal compute)" if settings.budget == "budget_flops" else ""

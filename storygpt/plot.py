@@ -203,8 +203,10 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
             raise ValueError(f"unknown x axis {a!r}; expected one of {', '.join(X_AXES)}")
     if not any(len(c) for c in curves):
         raise ValueError("nothing to plot: no run has an evaluation with held-out bits per character yet")
+    from matplotlib.ticker import NullFormatter
+
     fig = _canvas()
-    fig.set_size_inches(4.2 * len(axes) + 0.6, 4.2)
+    fig.set_size_inches(max(6.4, 4.2 * len(axes) + 0.6), 4.4)
     panels = fig.subplots(1, len(axes), sharey=True, squeeze=False)[0]
     for ax, key in zip(panels, axes):
         label, log = X_AXES[key]
@@ -215,6 +217,7 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
             ax.plot(xs, c.bpc, marker="o", markersize=3, linewidth=1.5, color=f"C{i % 10}", label=c.label)
         if log and _use_log(xs_all):
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # labels only at powers of 10: they never overlap
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     panels[0].set_ylabel(BPC_LABEL)
@@ -276,7 +279,10 @@ def points_figure(
         ax.scatter([x], [y], color=f"C{i % 10}", zorder=3)
         ax.annotate(lab, (x, y), textcoords="offset points", xytext=(5, 5), fontsize="small")
     if logx and _use_log([x for _, x, _ in keep], span=4.0):
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # 1,024 rather than 2^10
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)

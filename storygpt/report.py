@@ -242,7 +242,7 @@ TABLE = (
     ("FLOPs", lambda r: sci(r.flops)),
     ("wall time", lambda r: duration(r.elapsed)),
     ("stopped by", lambda r: r.stop_reason or "-"),
-    ("held-out bits/char", lambda r: f"**{r.bits_per_char:.4f}**"),
+    ("held-out bits/char", lambda r: f"{r.bits_per_char:.4f}"),
     ("unk", lambda r: f"{r.unk_share:.2%}"),
     ("round trip", lambda r: f"{r.round_trip_share:.2f}"),
 )

@@ -198,7 +198,7 @@ def test_report_from_finished_runs_and_nothing_rerun(layout, monkeypatch, capsys
     assert len(table) == 3
     cells = [c.strip() for c in table[1].strip("|").split("|")]
     assert cells[:3] == ["`bpe:512`", "512", "49.2k + 336k"]
-    assert cells[9] == "**2.4300**" and cells[10] == "0.00%" and cells[11] == "1.00"
+    assert cells[9] == "2.4300" and cells[10] == "0.00%" and cells[11] == "1.00"
     word = [c.strip() for c in table[2].strip("|").split("|")]
     assert word[10] == "7.40%" and word[11] == "0.00"
     assert "What word-level models do not predict" in md and "<unk>" in md
