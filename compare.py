@@ -32,7 +32,7 @@ from storygpt.helpformat import DefaultsOnceHelpFormatter
 HERE = Path(__file__).resolve().parent
 PROG = "compare.py"
 
-#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 25 minutes on 2 CPU cores).
+#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: estimated at 23 minutes on 2 CPU cores).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
 #: The default budget: training FLOPs per run (docs/compare.md explains the choice).
 DEFAULT_BUDGET_FLOPS = 6e12
@@ -674,11 +674,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{i}/{len(runs)}] {str(run.spec):<14} ...", flush=True)
             did = []
             if not finished(run):
+                t1 = time.perf_counter()
                 if prepare_data(run, args, settings, data_dir):
-                    did.append("data")
-                did.append(train(run, args, settings, data_dir, out_root, shape))
+                    did.append(f"data {duration_since(t1)}")
+                t1 = time.perf_counter()
+                how = train(run, args, settings, data_dir, out_root, shape)
+                did.append(f"{how} {duration_since(t1)}")
+            t1 = time.perf_counter()
             measure(run, args, settings)
-            did.append("measured")
+            did.append(f"measured {duration_since(t1)}")
             print(status_line(i, len(runs), run, ", ".join(did), time.perf_counter() - t0), flush=True)
 
         results, curves = collect(runs)
