@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Which tokenizer, and which vocabulary size, gives the better model for a compute budget?
 
-    python compare.py                                        # 5 tokenizers, Shakespeare, 6e12 FLOPs each
+    python compare.py                                        # 5 tokenizers, Shakespeare, 5e12 FLOPs each
     python compare.py bpe:1024 bpe:4096 bpe:16384 --budget-flops 3e13 --preset small
     python compare.py word:10000 bpe:8192 --train-file my.txt --minutes 5
 
@@ -16,13 +16,16 @@ results.csv, results.json and the plots.  See docs/compare.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,16 +35,16 @@ from storygpt.helpformat import DefaultsOnceHelpFormatter
 HERE = Path(__file__).resolve().parent
 PROG = "compare.py"
 
-#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: estimated at 23 minutes on 2 CPU cores).
+#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: estimated at 20-25 minutes on 2 CPU cores).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
 #: The default budget: training FLOPs per run (docs/compare.md explains the choice).
-DEFAULT_BUDGET_FLOPS = 6e12
+DEFAULT_BUDGET_FLOPS = 5e12
 #: The default model shape (pretrain.py's "small" preset and its defaults before presets).
 DEFAULT_SHAPE = {"n_layer": 3, "n_head": 4, "n_embd": 96, "block_size": 128}
 #: Held-out characters bits.py measures per run (0: the whole validation split).
 DEFAULT_BITS_CHARS = 100_000
 #: Evaluations per run aimed at when compare.py chooses --eval-interval (FLOPs budgets).
-EVALS_PER_RUN = 15
+EVALS_PER_RUN = 10
 #: pretrain.py's windows per optimizer step when --batch-size is not given (for the estimate only).
 PRETRAIN_BATCH = 16
 #: Budgets: compare.py flag -> (pretrain.py flag, metrics.jsonl key, unit in words).
@@ -74,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report.md, results.csv, results.json and plots. Running it again skips the runs that have finished "
         "and continues the ones that were interrupted.",
         epilog="Default: " + " ".join(DEFAULT_SPECS) + f", {number(DEFAULT_BUDGET_FLOPS)} training FLOPs each, the "
-        "small model shape, the Shakespeare corpus: about 25 minutes on 2 CPU cores (docs/compare.md).",
+        "small model shape, the Shakespeare corpus: estimated at 20-25 minutes on 2 CPU cores (docs/compare.md).",
         formatter_class=DefaultsOnceHelpFormatter,
     )
     p.add_argument(
@@ -88,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report",
         metavar="NAME",
         help="report name: results go to --reports-dir/NAME and the runs to --out-dir/NAME. "
-        "Default: CORPUS-BUDGET, e.g. shakespeare-flops6e12",
+        "Default: CORPUS-BUDGET, e.g. shakespeare-flops5e12",
     )
     p.add_argument("--reports-dir", default="reports", help="root folder of the reports")
     p.add_argument("--out-dir", default="checkpoints/compare", help="root folder of the comparison's run folders")
@@ -424,21 +427,46 @@ class MetricsTail:
         return self.value
 
 
+@contextlib.contextmanager
+def forward_signals(proc: subprocess.Popen, received: list[int]):
+    """While inside, SIGINT and SIGTERM to compare.py are passed on to ``proc`` (and noted in ``received``).
+
+    The tool runs in its own session, so a Ctrl-C at the terminal reaches it once, through here.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum, frame):
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | None = None, bar=None) -> int:
     """Run a tool, its output appended to ``log`` (and shown with ``verbose``); returns its exit status.
 
-    While it runs, ``bar`` (a tqdm bar) follows ``follow``.  Ctrl-C reaches the tool too (same process
-    group); SIGTERM to compare.py is passed on.  Either way the tool is waited for, so it can write its
-    checkpoint, and KeyboardInterrupt is raised.
+    While it runs, ``bar`` (a tqdm bar) follows ``follow``.  Ctrl-C or SIGTERM is passed on to the tool,
+    which is waited for (pretrain.py writes its checkpoint); then KeyboardInterrupt is raised.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    received: list[int] = []
     with open(log, "a", encoding="utf-8") as f:
         f.write(f"\n$ {shlex.join(cmd)}\n")
         f.flush()
         out = None if verbose else f
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if not verbose else None, env=env)
-        try:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=None if verbose else subprocess.STDOUT, env=env, start_new_session=True
+        )
+        with forward_signals(proc, received):
             while True:
                 try:
                     rc = proc.wait(timeout=1.0)
@@ -448,13 +476,11 @@ def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | Non
                 if bar is not None and follow is not None:
                     bar.n = min(follow.poll(), bar.total)
                     bar.refresh()
-        except KeyboardInterrupt:
-            proc.wait()
-            raise
-        finally:
-            if bar is not None and follow is not None:
-                bar.n = min(follow.poll(), bar.total)
-                bar.refresh()
+        if bar is not None and follow is not None:
+            bar.n = min(follow.poll(), bar.total)
+            bar.refresh()
+    if received:
+        raise KeyboardInterrupt
     return rc
 
 

@@ -258,7 +258,7 @@ def test_eval_interval_estimate():
     # 6 * 12 * 3 * 96^2 + 12 * 3 * 128 * 96 + 6 * 96 * 8192 = 1,990,656 + 442,368 + 4,718,592
     assert compare.estimate_flops_per_token(shape, 8192) == 7_151_616
     steps = 6e12 / (7_151_616 * 16 * 128)  # 409.6
-    assert compare.eval_interval_for(args, ("budget_flops", 6e12), shape, 8192) == int(steps // 15) == 27
+    assert compare.eval_interval_for(args, ("budget_flops", 6e12), shape, 8192) == int(steps // 10) == 40
     assert compare.eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None
     assert compare.budget_label("budget_flops", 6e12) == "flops6e12"
     assert compare.budget_label("minutes", 2.5) == "minutes2.5"
