@@ -688,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
 
         unit = BUDGETS[budget[0]][2]
         print(
-            f"compare: {len(runs)} tokenizers ({' '.join(str(r.spec) for r in runs)}) on {corpus}, "
+            f"compare: {len(runs)} tokenizer{'s' if len(runs) != 1 else ''} ({' '.join(str(r.spec) for r in runs)}) on {corpus}, "
             f"{number(budget[1])} {unit} each -> {report_dir}",
             flush=True,
         )
