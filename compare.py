@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from storygpt.atomic import write_text
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 
 HERE = Path(__file__).resolve().parent
@@ -189,12 +190,16 @@ class Settings:
     data_args: list
 
     def differences(self, other: dict) -> list[str]:
-        """The settings that differ from ``other`` (a stored :meth:`asdict`), as ``name: stored -> now``."""
+        """The training settings that differ from ``other`` (a stored :meth:`asdict`), as ``name: stored -> now``.
+
+        ``data_dir`` (the same folder may be named relatively or absolutely; the corpus name is compared)
+        and ``bits_chars`` (another --bits-chars only measures the runs again) are left out.
+        """
         mine = asdict(self)
         out = []
         for k, v in mine.items():
-            if k == "data_dir":
-                continue  # the same folder may be named relatively or absolutely: the corpus name is checked
+            if k in ("data_dir", "bits_chars"):
+                continue
             if other.get(k) != v:
                 out.append(f"{k}: {other.get(k)!r} -> {v!r}")
         return out
@@ -331,10 +336,6 @@ class Run:
     folder: Path
     log: Path
 
-    @property
-    def label(self) -> str:
-        return str(self.spec)
-
 
 def token_files(data_dir: Path, slug: str) -> list[Path]:
     """The files data.py writes for one tokenizer (contract in docs/design.md)."""
@@ -381,10 +382,13 @@ def finished(run: Run) -> bool:
     return s is not None and s.get("stop_reason") in FINISHED and (run.folder / "ckpt.pt").is_file()
 
 
-def measured(run: Run) -> bool:
-    """True when bits.json exists and is newer than the final checkpoint."""
+def measured(run: Run, settings: Settings) -> bool:
+    """True when bits.json is newer than the final checkpoint and measured --bits-chars characters."""
     bits, ckpt = run.folder / "bits.json", run.folder / "ckpt.pt"
     if read_json_or_none(bits) is None or not ckpt.is_file():
+        return False
+    stored = read_json_or_none(run.folder / "compare.json") or {}
+    if stored.get("measured_chars", settings.bits_chars) != settings.bits_chars:
         return False
     return bits.stat().st_mtime >= ckpt.stat().st_mtime
 
@@ -565,8 +569,6 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
     cmd += settings.pretrain_args
     cmd.append("--resume" if resume else "--force")
     run.folder.mkdir(parents=True, exist_ok=True)
-    from storygpt.atomic import write_text
-
     write_text(
         run.folder / "compare.json",
         json.dumps({"spec": str(run.spec), "settings": asdict(settings)}, indent=2) + "\n",
@@ -611,6 +613,9 @@ def measure(run: Run, args, settings: Settings) -> None:
     rc = run_tool(cmd, run.log, args.verbose)
     if rc != 0:
         raise tool_failed("bits.py", run, rc)
+    record = read_json_or_none(run.folder / "compare.json") or {"spec": str(run.spec), "settings": asdict(settings)}
+    record["measured_chars"] = settings.bits_chars
+    write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
 
 
 def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = None) -> str:
@@ -694,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for i, run in enumerate(runs, 1):
             t0 = time.perf_counter()
-            if finished(run) and measured(run):
+            if finished(run) and measured(run, settings):
                 print(status_line(i, len(runs), run, "done before"), flush=True)
                 continue
             print(f"[{i}/{len(runs)}] {str(run.spec):<14} ...", flush=True)

@@ -239,6 +239,12 @@ def test_unfinished_runs_are_resumed_and_missing_ones_trained(layout, monkeypatc
     assert rec.calls == []
     assert capsys.readouterr().out.count("done before") == 3
 
+    # another --bits-chars measures the runs again (the fake runs already measured by hand are kept as they
+    # were: without a record of their measurement they count as measured), it trains nothing
+    assert compare.main(layout["argv"] + ["--bits-chars", "5000"]) == 0
+    assert rec.tools() == ["bits.py", "bits.py"]
+    assert [c[1][c[1].index("--chars") + 1] for c in rec.calls] == ["5000", "5000"]
+
 
 def test_settings_change_is_refused(layout, monkeypatch, capsys):
     rec = Recorder(layout)
