@@ -156,16 +156,16 @@ def heal_prompt(tokenizer, prompt_ids: list[int]) -> tuple[list[int], list[int]]
     token itself or a longer one that extends it (the model's probabilities,
     renormalized over these, choose).  Special tokens are never allowed.
 
-    Only byte-level BPE tokenizers (anything with ``token_bytes``) are healed;
-    for others (word-level) and for an empty prompt the prompt is returned as
-    it is with no allowed list.
+    Only tokenizers of kind ``"bpe"`` (with ``token_bytes``) are healed; for
+    others (word-level) and for an empty prompt the prompt is returned as it
+    is with no allowed list.
 
     Returns:
         ``(ids, allowed)``: the prompt without its last token, and the sorted
         ids of the tokens allowed first (empty: no healing).
     """
     token_bytes = getattr(tokenizer, "token_bytes", None)
-    if not prompt_ids or not callable(token_bytes) or getattr(tokenizer, "kind", "bpe") != "bpe":
+    if not prompt_ids or not callable(token_bytes) or getattr(tokenizer, "kind", None) != "bpe":
         return list(prompt_ids), []
     tail = token_bytes(prompt_ids[-1])
     special = set(tokenizer.special_tokens.values())
