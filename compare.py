@@ -180,7 +180,7 @@ class Settings:
     data_dir: str
     position: str
     preset: str | None
-    shape: dict
+    shape: list  # pretrain.py flags: --preset and/or the shape flags
     batch_size: int | None
     seed: int
     budget: str  # a key of BUDGETS
@@ -669,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=str(data_dir.resolve()),
             position="learned" if args.learned else "rope",
             preset=args.preset,
-            shape={k: getattr(args, k) for k in DEFAULT_SHAPE},
+            shape=shape_flags(args),
             batch_size=args.batch_size,
             seed=args.seed,
             budget=budget[0],
