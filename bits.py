@@ -121,8 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--json",
-        action="store_true",
-        help="print one JSON object (the text measured and one record per checkpoint) instead of the table",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="FILE",
+        help="one JSON object (the text measured and one record per checkpoint: name, tokenizer, vocab_size, "
+        "parameters, tokens, characters_per_token, unknown_share, round_trip_share, bits_per_character, ...): "
+        "--json alone prints it instead of the table; --json FILE writes it to FILE (atomically) and prints "
+        "the table as well. Put --json after the checkpoints (or write --json=FILE)",
     )
     ap.add_argument(
         "--no-progress",
@@ -293,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
         if args.chars < 0:
             raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
+        if args.json not in (None, "-") and (args.json.endswith(".pt") or Path(args.json).is_dir()):
+            raise ValueError(
+                f"--json {args.json}: not a JSON file name (a checkpoint or a folder); put --json after the "
+                "checkpoints to print JSON, or give --json FILE.json"
+            )
         if args.text and Path(args.text).is_dir():
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():
@@ -317,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             del ckpt  # the optimizer state and the rest are not needed
         docs, source = load_text(args, loaded)
         n_chars = count_characters(docs)
-        if not args.json:
+        if args.json != "-":
             print(
                 f"text: {source}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
                 f"device {device}",
@@ -379,14 +390,18 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbits.py: interrupted", file=sys.stderr)
         return 130
 
-    if args.json:
-        print(
-            json.dumps(
-                {"text": source, "characters": n_chars, "documents": len(docs), "device": device, "results": rows},
-                indent=2,
-            )
-        )
+    report = {"text": source, "characters": n_chars, "documents": len(docs), "device": device, "results": rows}
+    if args.json == "-":
+        print(json.dumps(report, indent=2))
     else:
+        if args.json is not None:
+            from storygpt.atomic import write_text
+
+            try:
+                write_text(args.json, json.dumps(report, indent=2) + "\n")
+            except OSError as e:
+                print(f"bits.py: error: --json {args.json}: {e.strerror or e}", file=sys.stderr)
+                return 2
         print(format_table(rows))
         if any(r["tokenizer"] == "word" for r in rows):
             print("\n" + textwrap.fill("note: " + CAVEAT, 100))

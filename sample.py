@@ -48,6 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="divides the logits before sampling; below 1 is more conservative, 0 is greedy (argmax)",
     )
     ap.add_argument("--top-k", type=int, default=200, help="sample only among the k most likely tokens (0: all tokens)")
+    ap.add_argument(
+        "--top-p",
+        type=float,
+        default=1.0,
+        help="nucleus sampling: after --top-k, sample only among the most likely tokens whose probabilities "
+        "add up to at least P (0 < P <= 1; the most likely token is always kept); 1: off",
+    )
+    ap.add_argument(
+        "--no-heal",
+        action="store_true",
+        help="turn token healing off. Healing (on by default, BPE tokenizers only; skipped for word-level "
+        "ones): the prompt's last token is taken back and the first generated token must start with its "
+        "bytes, so the model can choose how the last word ends (without it, 'Zorblax went' can only be "
+        "followed by a new token, e.g. 'Zorblax wenty')",
+    )
     ap.add_argument("--num-samples", type=int, default=1, help="how many samples to write, one after the other")
     ap.add_argument(
         "--seed",
@@ -78,7 +93,8 @@ class StreamPrinter:
         self.tok = tokenizer
         self.ids = list(prefix_ids)
         self.out = out if out is not None else sys.stdout
-        self.printed = tokenizer.decode(self.ids) if self.ids else ""
+        # a healed prompt (see heal_prompt) may end inside a character: its bytes are printed once completed
+        self.printed = tokenizer.decode(self.ids).rstrip("\ufffd") if self.ids else ""
         self.text = self.printed  # everything emitted so far
 
     def _emit(self, full: str) -> None:
@@ -128,6 +144,44 @@ def unknown_prompt_words(tokenizer, prompt: str) -> list[str]:
     return found
 
 
+def heal_prompt(tokenizer, prompt_ids: list[int]) -> tuple[list[int], list[int]]:
+    """Token healing: take the prompt's last token back and list the tokens that may replace it.
+
+    The prompt's encoding ends at the end of the text, where encoding the text
+    *with* its continuation could have produced a longer token (``" went"``
+    where the corpus has ``" wentworth"``, or an unfinished word).  A model
+    given the shorter token then only sees it followed by a token boundary it
+    rarely saw there.  Healing removes the last token and makes the first
+    generated token one whose bytes start with the removed token's bytes: the
+    token itself or a longer one that extends it (the model's probabilities,
+    renormalized over these, choose).  Special tokens are never allowed.
+
+    Only tokenizers of kind ``"bpe"`` (with ``token_bytes``) are healed; for
+    others (word-level) and for an empty prompt the prompt is returned as it
+    is with no allowed list.
+
+    Returns:
+        ``(ids, allowed)``: the prompt without its last token, and the sorted
+        ids of the tokens allowed first (empty: no healing).
+    """
+    token_bytes = getattr(tokenizer, "token_bytes", None)
+    if not prompt_ids or not callable(token_bytes) or getattr(tokenizer, "kind", None) != "bpe":
+        return list(prompt_ids), []
+    tail = token_bytes(prompt_ids[-1])
+    special = set(tokenizer.special_tokens.values())
+    allowed = []
+    for i in range(tokenizer.vocab_size):
+        if i in special:
+            continue
+        try:
+            b = token_bytes(i)
+        except ValueError:  # an id with no token (a gap in a foreign vocabulary)
+            continue
+        if b.startswith(tail):
+            allowed.append(i)
+    return list(prompt_ids[:-1]), allowed
+
+
 class SuppressTokens:
     """Wraps an output layer so that some ids can never be drawn (their logits become -inf).
 
@@ -158,6 +212,8 @@ def write_sample(
     max_new_tokens: int,
     temperature: float = 1.0,
     top_k: int | None = None,
+    top_p: float | None = None,
+    heal: bool = True,
     generator=None,
     stop: int | None = None,
     out=None,
@@ -167,7 +223,10 @@ def write_sample(
     The model sees ``[eot] + prompt_ids`` (a new document starting with the
     prompt) and draws with ``model.stream`` (KV cache).  When ``stop`` is
     given, generation ends at that id, which is not printed.  ``<pad>`` is
-    never drawn (see :class:`SuppressTokens`).
+    never drawn (see :class:`SuppressTokens`).  With ``heal`` (and a BPE
+    tokenizer, at least one new token) the prompt's last token is taken back
+    and the first token drawn must start with its bytes (:func:`heal_prompt`);
+    the text printed still starts with the whole prompt.
 
     Args:
         model: a :class:`storygpt.model.GPT` (anything with its ``stream``).
@@ -183,18 +242,30 @@ def write_sample(
 
     out = out if out is not None else sys.stdout
     device = next(model.parameters()).device
-    idx = torch.tensor([[tokenizer.eot_id] + list(prompt_ids)], dtype=torch.long, device=device)
+    prefix, allowed = heal_prompt(tokenizer, prompt_ids) if heal and max_new_tokens > 0 else (prompt_ids, [])
+    first_allowed = None
+    if allowed:
+        first_allowed = torch.zeros(model.config.vocab_size, dtype=torch.bool, device=device)
+        first_allowed[allowed] = True
+    idx = torch.tensor([[tokenizer.eot_id] + list(prefix)], dtype=torch.long, device=device)
     pad = getattr(tokenizer, "pad_id", None)
     head = getattr(model, "lm_head", None)
     if pad is not None and pad != stop and head is not None:
         model.__dict__["lm_head"] = SuppressTokens(head, [pad])  # an instance attribute, not a submodule
-    printer = StreamPrinter(tokenizer, prompt_ids, out)
+    printer = StreamPrinter(tokenizer, prefix, out)
     out.write(printer.printed)
     out.flush()
     try:
         if max_new_tokens > 0:
             for t in model.stream(
-                idx, max_new_tokens, temperature=temperature, top_k=top_k, generator=generator, stop_token=stop
+                idx,
+                max_new_tokens,
+                temperature=temperature,
+                top_k=top_k,
+                top_p=top_p,
+                generator=generator,
+                stop_token=stop,
+                first_allowed=first_allowed,
             ):
                 t = int(t[0])
                 if stop is not None and t == stop:
@@ -214,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--temperature must be a finite number >= 0, got {args.temperature}")
         if args.top_k < 0:
             raise ValueError(f"--top-k must be >= 0, got {args.top_k}")
+        if not 0 < args.top_p <= 1:
+            raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
         if args.num_samples < 1:
             raise ValueError(f"--num-samples must be >= 1, got {args.num_samples}")
         if args.seed is not None and not -(2**63) <= args.seed < 2**64:  # what torch.Generator.manual_seed takes
@@ -259,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                 max_new_tokens=args.max_new_tokens,
                 temperature=args.temperature,
                 top_k=args.top_k or None,
+                top_p=args.top_p if args.top_p < 1 else None,
+                heal=not args.no_heal,
                 generator=generator,
                 stop=stop,
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import math
 from pathlib import Path
 
 import pytest
@@ -125,10 +126,10 @@ def test_generation_stops_at_end_of_text(runs):
     model.lm_head = AlwaysEot()
     prompt = tok.encode_ordinary("Tom saw")
     buf = io.StringIO()
-    text = sample.write_sample(model, tok, prompt, max_new_tokens=10, temperature=1.0, stop=eot, out=buf)
+    text = sample.write_sample(model, tok, prompt, max_new_tokens=10, temperature=1.0, stop=eot, out=buf, heal=False)
     assert text == buf.getvalue() == "Tom saw"
     buf = io.StringIO()
-    text = sample.write_sample(model, tok, prompt, max_new_tokens=3, temperature=1.0, stop=None, out=buf)
+    text = sample.write_sample(model, tok, prompt, max_new_tokens=3, temperature=1.0, stop=None, out=buf, heal=False)
     assert text == buf.getvalue() == tok.decode(prompt + [eot] * 3)
 
 
@@ -183,3 +184,138 @@ def test_bad_arguments(runs, capsys, tmp_path):
     assert rc == 2 and "--num-samples" in err
     rc, _, err = run(capsys, runs["bpe"], "--temperature", -1)
     assert rc == 2 and "--temperature" in err
+
+
+# ------------------------------------------------------------------ token healing and top-p
+# A BPE tokenizer small enough to know every id: bytes 0-255, then the merges 256-261, then <pad> 262
+# and <|endoftext|> 263.  "Zorblax went" encodes as Zo r b l a x " went" (259); " wenty" is 260.
+HEAL_MERGES = [(b" ", b"w"), (b" w", b"e"), (b" we", b"n"), (b" wen", b"t"), (b" went", b"y"), (b"Z", b"o")]
+WENT, WENTY, Y = 259, 260, ord("y")
+
+
+def heal_tokenizer():
+    from storygpt.tokenizers import BPETokenizer
+
+    return BPETokenizer.from_merges(HEAL_MERGES)
+
+
+class FixedLogits(torch.nn.Module):
+    """An output layer that ignores the hidden state: the same logits at every position."""
+
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = torch.as_tensor(logits, dtype=torch.float32)
+
+    def forward(self, h):
+        return self.logits.expand(*h.shape[:-1], -1).clone()
+
+
+def fixed_model(vocab_size, logits):
+    from storygpt.model import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=vocab_size, block_size=64, n_layer=1, n_head=2, n_embd=16, position="rope"))
+    model.lm_head = FixedLogits(logits)
+    return model.eval()
+
+
+def test_heal_prompt_backs_off_the_last_token():
+    tok = heal_tokenizer()
+    ids = tok.encode_ordinary("Zorblax went")
+    assert ids == [261, ord("r"), ord("b"), ord("l"), ord("a"), ord("x"), WENT]
+    prefix, allowed = sample.heal_prompt(tok, ids)
+    assert prefix == ids[:-1]
+    assert allowed == [WENT, WENTY]  # " went" itself and the one token that extends it; no special token
+    prefix, allowed = sample.heal_prompt(tok, tok.encode_ordinary("Zorblax"))
+    assert allowed == [ord("x")]  # no token extends a lone "x"
+    assert sample.heal_prompt(tok, []) == ([], [])
+
+
+def test_healing_is_skipped_for_word_level(runs):
+    from storygpt import load_checkpoint
+
+    _, tok, _ = load_checkpoint(runs["word"], "cpu")
+    ids = tok.encode_ordinary("Tom saw")
+    assert sample.heal_prompt(tok, ids) == (ids, [])
+
+
+def test_healing_constrains_the_first_token():
+    tok = heal_tokenizer()
+    logits = torch.zeros(tok.vocab_size)
+    logits[Y], logits[WENT], logits[WENTY] = 10.0, 2.0, 1.0  # unhealed, the model wants "y" after " went"
+    model = fixed_model(tok.vocab_size, logits)
+    prompt = tok.encode_ordinary("Zorblax went")
+
+    def write(heal, n=1, temperature=0.0, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        buf = io.StringIO()
+        text = sample.write_sample(
+            model, tok, prompt, max_new_tokens=n, temperature=temperature, heal=heal, generator=g, out=buf
+        )
+        assert text == buf.getvalue()
+        return text
+
+    assert write(heal=False) == "Zorblax wenty"  # the reported bug: a new token glued to " went"
+    assert write(heal=True) == "Zorblax went"  # greedy among {" went" (2.0), " wenty" (1.0)}
+    assert write(heal=True, n=2) == "Zorblax wenty"  # only the first token is constrained
+
+    # sampled: the first token is always " went" or " wenty", in the ratio e^2 : e^1
+    idx = torch.tensor([[tok.eot_id] + prompt[:-1]])
+    mask = torch.zeros(tok.vocab_size, dtype=torch.bool)
+    mask[[WENT, WENTY]] = True
+    firsts = [int(next(model.stream(idx, 1, temperature=1.0, seed=s, first_allowed=mask))[0]) for s in range(400)]
+    assert set(firsts) == {WENT, WENTY}
+    share = firsts.count(WENT) / len(firsts)
+    expected = math.exp(2) / (math.exp(2) + math.exp(1))  # 0.731
+    assert abs(share - expected) < 0.07  # 400 draws: standard error 0.022
+
+
+def test_healed_prompt_prints_whole_even_inside_a_character():
+    tok = heal_tokenizer()
+    logits = torch.zeros(tok.vocab_size)
+    logits[ord("!")] = 5.0
+    model = fixed_model(tok.vocab_size, logits)
+    prompt = tok.encode_ordinary("caf\u00e9")  # no merges: the last two tokens are the two bytes of e-acute
+    buf = io.StringIO()
+    text = sample.write_sample(model, tok, prompt, max_new_tokens=2, temperature=0.0, out=buf)
+    assert text == buf.getvalue() == "caf\u00e9!"  # the backed-off byte 0xa9 comes back as the first token
+
+
+def test_top_p_keeps_the_nucleus():
+    from storygpt.model import GPT
+
+    probs = torch.tensor([[0.15, 0.5, 0.05, 0.3]])  # sorted: 0.5 (id 1), 0.3 (id 3), 0.15 (id 0), 0.05 (id 2)
+    logits = probs.log()
+    for top_p, kept in ((0.45, [1]), (0.7, [1, 3]), (0.81, [1, 3, 0]), (1.0, [0, 1, 2, 3])):
+        out = torch.softmax(GPT.filter_logits(logits, 1.0, None, top_p), dim=-1)[0]
+        hand = torch.zeros(4)
+        hand[kept] = probs[0, kept] / probs[0, kept].sum()
+        torch.testing.assert_close(out, hand, msg=lambda m: f"top_p={top_p}: {m}")
+    # top-k first, then top-p on what is left: top_k=3 drops id 2, then the nucleus of the renormalized rest
+    out = torch.softmax(GPT.filter_logits(logits, 1.0, 3, 0.55), dim=-1)[0]
+    # renormalized over {1, 3, 0}: 0.526, 0.316, 0.158 -> the nucleus 0.55 is {1, 3}
+    torch.testing.assert_close(out, torch.tensor([0.0, 0.625, 0.0, 0.375]))
+
+
+def test_top_p_sampling_matches_a_hand_computation():
+    probs = [0.15, 0.5, 0.05, 0.3]
+    model = fixed_model(4, torch.tensor(probs).log())
+    idx = torch.zeros(1, 1, dtype=torch.long)
+    drawn = [int(t[0]) for t in model.stream(idx, 60, temperature=1.0, top_p=0.7, seed=123, use_cache=False)]
+    g = torch.Generator().manual_seed(123)
+    hand = torch.tensor([0.0, 0.625, 0.0, 0.375])  # the nucleus {1, 3}, renormalized
+    expected = [int(torch.multinomial(hand, 1, generator=g)) for _ in range(60)]
+    assert drawn == expected
+    assert set(drawn) == {1, 3}
+
+
+def test_sample_cli_top_p_and_no_heal(runs, capsys):
+    args = (runs["bpe"], "--prompt", "Tom saw", "--max-new-tokens", 20, "--seed", 3, "--device", "cpu", "--no-stop")
+    rc, healed, _ = run(capsys, *args, "--top-p", 0.9)
+    assert rc == 0 and healed.startswith("Tom saw")
+    rc, plain, _ = run(capsys, *args, "--top-p", 0.9, "--no-heal")
+    assert rc == 0 and plain.startswith("Tom saw")
+    rc, _, err = run(capsys, runs["bpe"], "--top-p", 0)
+    assert rc == 2 and "--top-p" in err
+    rc, _, err = run(capsys, runs["bpe"], "--top-p", 1.5)
+    assert rc == 2 and "--top-p" in err

@@ -345,6 +345,8 @@ class GPT(nn.Module):
         seed: int | None = None,
         stop_token: int | None = None,
         use_cache: bool = True,
+        top_p: float | None = None,
+        first_allowed: torch.Tensor | None = None,
     ) -> Iterator[torch.Tensor]:
         """Sample tokens one at a time; yields each new (B,) int64 tensor as soon as it is drawn.
 
@@ -360,6 +362,14 @@ class GPT(nn.Module):
             seed: see ``generator``.
             stop_token: stop once every row has produced this id (the id is
                 yielded; a row that has stopped keeps yielding it).
+            top_p: nucleus sampling (Holtzman et al. 2019, "The Curious Case of
+                Neural Text Degeneration", arXiv:1904.09751): after temperature
+                and top_k, keep the most likely tokens whose probabilities add
+                up to at least ``top_p`` (0 < top_p <= 1; the most likely token
+                is always kept) and renormalize.  None or 1: off.
+            first_allowed: (vocab_size,) bool; the first token drawn must be
+                one where it is True (every row); used for token healing
+                (sample.py).  None: no constraint.
             use_cache: True (default): key/value cache; see the module docstring
                 for what happens past block_size.  False: the reference
                 "uncached" computation -- every step runs :meth:`forward` on the
@@ -376,6 +386,13 @@ class GPT(nn.Module):
             raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if top_p is not None and not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        if first_allowed is not None:
+            if first_allowed.shape != (self.config.vocab_size,) or first_allowed.dtype != torch.bool:
+                raise ValueError(f"first_allowed must be a (vocab_size,) bool tensor, got {first_allowed.shape}")
+            if not bool(first_allowed.any()):
+                raise ValueError("first_allowed allows no token")
         if generator is None and seed is not None:
             generator = torch.Generator(device=idx.device)
             generator.manual_seed(seed)
@@ -401,7 +418,9 @@ class GPT(nn.Module):
                     for k, v in cache
                 ]
             logits = self.lm_head(h[:, -1, :]).float()
-            nxt = self._sample(logits, temperature, top_k, generator)
+            if first_allowed is not None and seq.size(1) == idx.size(1):  # the first draw
+                logits = logits.masked_fill(~first_allowed.to(logits.device), float("-inf"))
+            nxt = self._sample(logits, temperature, top_k, generator, top_p)
             if stop_token is not None:
                 nxt = torch.where(done, torch.full_like(nxt, stop_token), nxt)
                 done |= nxt == stop_token
@@ -411,14 +430,30 @@ class GPT(nn.Module):
                 return
 
     @staticmethod
-    def _sample(logits: torch.Tensor, temperature: float, top_k: int | None, generator) -> torch.Tensor:
-        if temperature == 0:
-            return logits.argmax(dim=-1)
+    def filter_logits(
+        logits: torch.Tensor, temperature: float, top_k: int | None = None, top_p: float | None = None
+    ) -> torch.Tensor:
+        """The logits :meth:`stream` samples from: divided by ``temperature`` (> 0), then the
+        ``top_k`` most likely kept, then the nucleus of probability ``top_p`` kept; the others
+        become -inf.  ``logits`` is (B, vocab_size) float; returns a new tensor of that shape."""
         logits = logits / temperature
         if top_k is not None and top_k < logits.size(-1):
             kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
             logits = logits.masked_fill(logits < kth, float("-inf"))
-        probs = torch.softmax(logits, dim=-1)
+        if top_p is not None and top_p < 1.0:
+            probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+            before = probs.cumsum(dim=-1) - probs  # the mass of the more likely tokens
+            drop = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, order, before >= top_p)
+            logits = logits.masked_fill(drop, float("-inf"))
+        return logits
+
+    @staticmethod
+    def _sample(
+        logits: torch.Tensor, temperature: float, top_k: int | None, generator, top_p: float | None = None
+    ) -> torch.Tensor:
+        if temperature == 0:
+            return logits.argmax(dim=-1)
+        probs = torch.softmax(GPT.filter_logits(logits, temperature, top_k, top_p), dim=-1)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
     @torch.no_grad()
@@ -433,6 +468,8 @@ class GPT(nn.Module):
         stop_token: int | None = None,
         use_cache: bool = True,
         callback: Callable[[torch.Tensor], None] | None = None,
+        top_p: float | None = None,
+        first_allowed: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Extend ``idx`` by up to ``max_new_tokens`` sampled tokens.
 
@@ -444,7 +481,9 @@ class GPT(nn.Module):
             tokens drawn (n is smaller only when ``stop_token`` ended early).
         """
         new = []
-        for tok in self.stream(idx, max_new_tokens, temperature, top_k, generator, seed, stop_token, use_cache):
+        for tok in self.stream(
+            idx, max_new_tokens, temperature, top_k, generator, seed, stop_token, use_cache, top_p, first_allowed
+        ):
             new.append(tok)
             if callback is not None:
                 callback(tok)

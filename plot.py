@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""Draw the held-out bits per character of training runs against FLOPs, characters seen and wall time.
+
+    python plot.py checkpoints/shakespeare/rope-bpe-8192                 # -> that folder's loss.png
+    python plot.py checkpoints/shakespeare/rope-* --out runs.png         # several runs on shared axes
+
+Reads each run folder's metrics.jsonl (the evaluation rows pretrain.py writes);
+the drawing functions are in storygpt/plot.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from storygpt.helpformat import DefaultsOnceHelpFormatter
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="plot.py",
+        description="Draw the held-out loss in bits per character of one or more runs (from each run folder's "
+        "metrics.jsonl) against training FLOPs, characters of training text seen and wall time, all runs on "
+        "shared axes, to a PNG. Bits per character is on one scale whatever the tokenizer, so runs with "
+        "different tokenizers can be compared on it.",
+        formatter_class=DefaultsOnceHelpFormatter,
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folders written by pretrain.py (a checkpoint or metrics.jsonl inside one names its folder)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        default=None,
+        help="the PNG to write. Default: RUN/loss.png for one run, runs.png in the current folder for several",
+    )
+    p.add_argument(
+        "--x",
+        default="flops,chars,elapsed",
+        help="comma-separated x axes, one panel each: flops (training FLOPs), chars (characters seen), "
+        "elapsed (wall time in seconds)",
+    )
+    p.add_argument(
+        "--title", default=None, help="figure title (default: none for several runs, the run's name for one)"
+    )
+    return p
+
+
+def run_folder(arg: str) -> Path:
+    """A run folder from RUN: the folder itself, or the folder of a file inside it (best.pt, metrics.jsonl)."""
+    path = Path(arg)
+    if path.is_file():
+        return path.parent
+    return path
+
+
+def labels_for(folders: list[Path]) -> list[str]:
+    """Each folder's name, or parent/name where two runs share a name (same tokenizer, two corpora)."""
+    names = [f.resolve().name for f in folders]
+    return [f"{f.resolve().parent.name}/{n}" if names.count(n) > 1 else n for f, n in zip(folders, names, strict=True)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from storygpt.plot import X_AXES, MetricsError, plot_curves, run_curve
+
+    axes = [a.strip() for a in args.x.split(",") if a.strip()]
+    bad = [a for a in axes if a not in X_AXES]
+    if bad or not axes:
+        print(
+            f"plot.py: error: --x {args.x!r}: expected a comma-separated list of {', '.join(X_AXES)}", file=sys.stderr
+        )
+        return 2
+    folders = [run_folder(r) for r in args.runs]
+    try:
+        curves = [run_curve(f, label) for f, label in zip(folders, labels_for(folders), strict=True)]
+        empty = [str(f) for f, c in zip(folders, curves, strict=True) if not len(c)]
+        if len(empty) == len(curves):
+            raise MetricsError(
+                f"{', '.join(empty)}: no evaluation with held-out bits per character yet (nothing to plot)"
+            )
+        for name in empty:
+            print(f"plot.py: warning: {name}: no evaluation yet; left out", file=sys.stderr)
+        out = Path(args.out) if args.out else (folders[0] / "loss.png" if len(folders) == 1 else Path("runs.png"))
+        if out.is_dir():
+            raise MetricsError(f"--out {out}: is a folder; give a file name such as {out / 'runs.png'}")
+        title = args.title if args.title is not None else (curves[0].label if len(curves) == 1 else None)
+        plot_curves([c for c in curves if len(c)], out, axes, title=title)
+    except (FileNotFoundError, MetricsError, OSError) as e:
+        print(f"plot.py: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Plots of training runs and of tokenizer comparisons, written as PNG files.
+
+Everything is drawn on a bare :class:`matplotlib.figure.Figure` with the Agg
+canvas (no pyplot, no display, no global state), so the functions can be called
+from a training loop, a test or a headless server.  Files are written
+atomically (:mod:`storygpt.atomic`): a reader never sees half a PNG.
+
+The curves come from a run folder's ``metrics.jsonl`` (written by pretrain.py,
+format in ``docs/design.md``): the rows with ``"kind": "eval"`` give the
+held-out loss in bits per character (``val_bpc``) at a number of FLOPs
+(``flops``), characters seen (``chars``) and seconds of wall time
+(``elapsed``).  Bits per character, unlike nats per token, is on one scale
+for every tokenizer, so runs with different tokenizers share the axes.
+
+``pretrain.py`` is meant to call :func:`write_loss_png` after each evaluation to
+refresh ``RUN/loss.png``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storygpt.atomic import write_bytes
+
+#: x axes of :func:`plot_curves`: metrics.jsonl key -> (axis label, logarithmic).
+X_AXES = {
+    "flops": ("training FLOPs", True),
+    "chars": ("characters seen", True),
+    "elapsed": ("wall time (s)", False),
+}
+BPC_LABEL = "held-out bits per character"
+
+
+class MetricsError(ValueError):
+    """A metrics.jsonl that cannot be read or has nothing to plot; the message names the file."""
+
+
+@dataclass
+class Curve:
+    """Held-out bits per character of one run at each evaluation (all lists the same length).
+
+    Attributes:
+        label: the legend entry (e.g. the run folder name or the tokenizer SPEC).
+        step: optimizer steps.
+        flops: training FLOPs spent (float).
+        chars: characters of training text seen.
+        elapsed: wall-clock seconds since the run started (evaluations included).
+        bpc: held-out bits per character (lower is better).
+    """
+
+    label: str
+    step: list[int] = field(default_factory=list)
+    flops: list[float] = field(default_factory=list)
+    chars: list[float] = field(default_factory=list)
+    elapsed: list[float] = field(default_factory=list)
+    bpc: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.bpc)
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict]:
+    """The rows of a ``metrics.jsonl`` file, in order.
+
+    A last line without its newline that does not parse is dropped (a run killed
+    while writing it); any other line that is not a JSON object is an error.
+
+    Raises:
+        FileNotFoundError: no such file (the message names it).
+        MetricsError: a malformed line, named as ``FILE:LINE``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise MetricsError(f"{path}: is a folder, not a metrics.jsonl file") from None
+    lines = text.split("\n")
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):  # the torn last line of a killed run
+                break
+            raise MetricsError(f"{path}:{n}: not a JSON object: {line[:60]!r}") from None
+        if not isinstance(row, dict):
+            raise MetricsError(f"{path}:{n}: not a JSON object: {line[:60]!r}")
+        rows.append(row)
+    return rows
+
+
+def eval_curve(rows: Sequence[dict], label: str) -> Curve:
+    """The ``"eval"`` rows with a finite ``val_bpc``, as a :class:`Curve`.
+
+    A step evaluated twice (a resumed run that repeated its last evaluation)
+    keeps the later row.  Rows are sorted by step.
+    """
+    by_step: dict[int, dict] = {}
+    for row in rows:
+        bpc = row.get("val_bpc")
+        if row.get("kind") != "eval" or not isinstance(bpc, (int, float)) or not math.isfinite(bpc):
+            continue
+        by_step[int(row.get("step", 0))] = row
+    curve = Curve(label)
+    for step in sorted(by_step):
+        row = by_step[step]
+        curve.step.append(step)
+        curve.flops.append(float(row.get("flops", math.nan)))
+        curve.chars.append(float(row.get("chars", math.nan)))
+        curve.elapsed.append(float(row.get("elapsed", math.nan)))
+        curve.bpc.append(float(row["val_bpc"]))
+    return curve
+
+
+def run_curve(run_dir: str | os.PathLike, label: str | None = None) -> Curve:
+    """The held-out bits-per-character curve of the run folder ``run_dir`` (its ``metrics.jsonl``).
+
+    Raises:
+        FileNotFoundError: ``run_dir`` or its metrics.jsonl is missing (named).
+        MetricsError: malformed metrics.jsonl.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir}: no such run folder")
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        hint = (
+            " (it has only metrics.json, from an older pretrain.py that did not log bits per character)"
+            if (run_dir / "metrics.json").is_file()
+            else ""
+        )
+        raise FileNotFoundError(f"{path}: no such file{hint}")
+    return eval_curve(read_metrics(path), label or run_dir.name)
+
+
+def _canvas():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.4), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_png(fig, path: str | os.PathLike) -> Path:
+    """Render ``fig`` (a matplotlib Figure) to PNG and write it atomically to ``path``; returns the path."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    path = Path(path)
+    write_bytes(path, buf.getvalue())
+    return path
+
+
+def _use_log(values: Sequence[float], span: float = 10.0) -> bool:
+    """True when every value is positive and the largest is at least ``span`` times the smallest
+    (over less than a decade a logarithmic axis has no labelled major tick)."""
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        return False
+    return max(values) >= span * min(values)
+
+
+def plot_curves(
+    curves: Sequence[Curve],
+    path: str | os.PathLike,
+    axes: Sequence[str] = ("flops", "chars", "elapsed"),
+    title: str | None = None,
+) -> Path:
+    """:func:`curves_figure` written to the PNG ``path`` (its folder is created); returns ``path``."""
+    return save_png(curves_figure(curves, axes, title), path)
+
+
+def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "chars", "elapsed"), title=None):
+    """Held-out bits per character against each x axis in ``axes``, one panel per axis.
+
+    All curves share every panel (and the y axis), one colour per curve.  A
+    curve with a single evaluation is drawn as a marker.  FLOPs and
+    characters are on a logarithmic axis when every value is positive and
+    they span at least a factor of 10.
+
+    Args:
+        curves: the runs, e.g. from :func:`run_curve`.
+        axes: keys of :data:`X_AXES`.
+        title: figure title.
+
+    Returns:
+        A matplotlib ``Figure`` (Agg canvas); panel ``i`` holds one line per curve.
+
+    Raises:
+        ValueError: an unknown axis, or no curve has a point to draw.
+    """
+    for a in axes:
+        if a not in X_AXES:
+            raise ValueError(f"unknown x axis {a!r}; expected one of {', '.join(X_AXES)}")
+    if not any(len(c) for c in curves):
+        raise ValueError("nothing to plot: no run has an evaluation with held-out bits per character yet")
+    from matplotlib.ticker import NullFormatter
+
+    fig = _canvas()
+    fig.set_size_inches(max(6.4, 4.2 * len(axes) + 0.6), 4.4)
+    panels = fig.subplots(1, len(axes), sharey=True, squeeze=False)[0]
+    for ax, key in zip(panels, axes):
+        label, log = X_AXES[key]
+        xs_all = []
+        for i, c in enumerate(curves):
+            xs = getattr(c, key)
+            xs_all += xs
+            ax.plot(xs, c.bpc, marker="o", markersize=3, linewidth=1.5, color=f"C{i % 10}", label=c.label)
+        if log and _use_log(xs_all):
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # labels only at powers of 10: they never overlap
+        ax.set_xlabel(label)
+        ax.grid(True, alpha=0.3)
+    panels[0].set_ylabel(BPC_LABEL)
+    panels[-1].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_points(
+    labels: Sequence[str],
+    xs: Sequence[float],
+    ys: Sequence[float],
+    path: str | os.PathLike,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    logx: bool = True,
+) -> Path:
+    """:func:`points_figure` written to the PNG ``path``; returns ``path``."""
+    return save_png(points_figure(labels, xs, ys, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx), path)
+
+
+def points_figure(
+    labels: Sequence[str],
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    logx: bool = True,
+):
+    """A scatter plot with every point labelled (e.g. final bits/char against vocabulary size).
+
+    Points whose x or y is not a finite number are left out.  ``logx`` makes
+    the x axis logarithmic (base 2) when every x drawn is positive and they
+    span at least a factor of 4.
+
+    Returns:
+        A matplotlib ``Figure`` (Agg canvas) with one axes; point ``i`` is its collection ``i``.
+
+    Raises:
+        ValueError: the three sequences differ in length, or no point is finite.
+    """
+    if not len(labels) == len(xs) == len(ys):
+        raise ValueError(f"plot_points: {len(labels)} labels, {len(xs)} x values and {len(ys)} y values")
+    keep = [
+        (lab, float(x), float(y))
+        for lab, x, y in zip(labels, xs, ys)
+        if x is not None and y is not None and math.isfinite(float(x)) and math.isfinite(float(y))
+    ]
+    if not keep:
+        raise ValueError("nothing to plot: no point has finite coordinates")
+    fig = _canvas()
+    ax = fig.subplots()
+    for i, (lab, x, y) in enumerate(keep):
+        ax.scatter([x], [y], color=f"C{i % 10}", zorder=3)
+        ax.annotate(lab, (x, y), textcoords="offset points", xytext=(5, 5), fontsize="small")
+    if logx and _use_log([x for _, x, _ in keep], span=4.0):
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # 1,024 rather than 2^10
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.margins(x=0.15, y=0.15)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def write_loss_png(run_dir: str | os.PathLike) -> Path | None:
+    """Refresh ``RUN/loss.png`` from ``RUN/metrics.jsonl``: held-out bits/char vs FLOPs, characters, time.
+
+    Meant to be called by the training loop after each evaluation (cheap: one
+    small figure).  Returns the PNG's path, or None (and writes nothing) while
+    the run has no evaluation with bits per character yet.
+
+    Raises:
+        FileNotFoundError, MetricsError: as :func:`run_curve`.
+    """
+    run_dir = Path(run_dir)
+    curve = run_curve(run_dir)
+    if not len(curve):
+        return None
+    return plot_curves([curve], run_dir / "loss.png", title=run_dir.name)
