@@ -128,7 +128,15 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    before = warnings.formatwarning
     warnings.formatwarning = _one_line_warning  # e.g. BPE training that stopped short of --vocab-size
+    try:
+        return _main(args)
+    finally:
+        warnings.formatwarning = before
+
+
+def _main(args) -> int:
     if args.threads < 0:
         print("data.py: error: --threads must be >= 0", file=sys.stderr)
         return 2

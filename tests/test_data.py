@@ -424,10 +424,11 @@ def test_prepare_writes_every_file(prepared):
         ["train.txt", "valid.txt"]
         + [
             f"{f}-{k}.{e}"
-            for k in ("bpe", "word")
+            for k in ("bpe-300", "word-30", "bpe", "word")  # slug names, and the old names linked to them
             for f, e in (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"), ("stats", "json"))
         ]
     )
+    assert (folder / "train-bpe.bin").samefile(folder / "train-bpe-300.bin")
     assert corpora.read_documents(folder / "train.txt") == corpus.train
     assert corpora.read_documents(folder / "valid.txt") == corpus.valid
     assert len(corpus.valid) == 3  # round(12 * 0.25)

@@ -237,7 +237,7 @@ def encode_documents(
         for lo, hi in _batches(docs, batch_chars):
             t0 = time.perf_counter()
             flat, offsets = tokenizer.encode_batch_numpy(
-                list(docs[lo:hi]), num_threads, allowed_special=set(), disallowed_special=()
+                list(docs[lo:hi]), num_threads=num_threads, allowed_special=set(), disallowed_special=()
             )  # ordinary text: a literal "<|endoftext|>" inside a document stays text
             flat = np.asarray(flat)
             offsets = np.asarray(offsets, dtype=np.int64)
