@@ -56,21 +56,6 @@ def _read_docs(path: str) -> tuple[str, list[str]]:
     return text, text.split(EOT)
 
 
-def _split_by_lower_ranks(token: bytes, rank: int, ranks: dict) -> list[str] | None:
-    parts = [bytes([b]) for b in token]
-    while len(parts) > 2:
-        best = None
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and r < rank and (best is None or r < best[0]):
-                best = (r, i)
-        if best is None:
-            return None
-        i = best[1]
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
-    return [parts[0].hex(), parts[1].hex()] if len(parts) == 2 else None
-
-
 def _timed(fn, repeats: int):
     times, out = [], None
     for _ in range(repeats):
@@ -113,12 +98,11 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
             return tok
 
         tok, times = _timed(run, repeats)
-        ranks = sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1])
-        vocab = {rank: bytes(tb) for tb, rank in ranks}
-        # Recover each merge's two parts the way tiktoken does: byte-pair encode
-        # the token's bytes with the lower-ranked tokens only; two parts remain.
-        inv = {v: k for k, v in vocab.items()}
-        pairs = [_split_by_lower_ranks(vocab[r], r, inv) for r in range(256, len(vocab))]
+        from storygpt.tokenizers import merges_from_ranks
+
+        # each merge's two parts, as BPE with the lower-ranked tokens only leaves them
+        ranks = {bytes(tb): rank for tb, rank in tok.get_mergeable_ranks()}
+        pairs = [[a.hex(), b.hex()] for a, b in merges_from_ranks(ranks)]
     elif lib == "hf":
         from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
