@@ -38,8 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tokenizer",
         metavar="SPEC",
-        help="the tokenizer: bpe[:VOCAB] (storygpt's byte-level BPE, trained here; default 8192), "
-        "word[:VOCAB] (word-level, trained here; default 10000), byte (the 256 bytes), "
+        help="the tokenizer: bpe[:VOCAB] (storygpt's byte-level BPE, trained here; VOCAB 8192 when omitted), "
+        "word[:VOCAB] (word-level, trained here; VOCAB 10000 when omitted), byte (the 256 bytes), "
         "tiktoken:NAME (gpt2, cl100k_base, o200k_base; needs tiktoken), hf:PATH (any Hugging Face "
         "tokenizer.json; needs tokenizers), file:PATH (a storygpt tokenizer file); default: word",
     )
