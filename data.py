@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--pattern",
         choices=["simple", "gpt2", "gpt4", "o200k"],
         default=DEFAULT_PATTERN,
-        help="BPE pre-tokenization pattern (default: %(default)s; docs/data.md explains the choice; o200k is GPT-4o's)",
+        help="BPE pre-tokenization pattern (default: %(default)s; docs/data.md explains the choice)",
     )
     p.add_argument(
         "--tie-break",
