@@ -1,12 +1,14 @@
 #!/usr/bin/env python
 """Prepare a corpus for pretraining: get it, split it, train a tokenizer, write token files.
 
-    python data.py            # Shakespeare, word-level tokenizer (10,000 words)
-    python data.py --bpe      # Shakespeare, byte-level BPE (8,192 tokens, C++ trainer)
+    python data.py                            # Shakespeare, word-level tokenizer (10,000 words)
+    python data.py --bpe                      # Shakespeare, byte-level BPE (8,192 tokens, C++ trainer)
+    python data.py --tokenizer tiktoken:gpt2  # GPT-2's vocabulary (any SPEC: docs/tokenizers.md)
 
 Writes under OUT/NAME/ (default data/shakespeare/): train.txt, valid.txt,
-tokenizer-SLUG.json, train-SLUG.bin, valid-SLUG.bin, stats-SLUG.json with SLUG (e.g. bpe-8192) from KIND
-"bpe" or "word", then prints per-split statistics and a demo.  See docs/data.md.
+tokenizer-SLUG.json, train-SLUG.bin, valid-SLUG.bin, stats-SLUG.json with SLUG
+the SPEC's file name (bpe-8192, word-10000, byte, tiktoken-gpt2, hf-STEM-HASH8, ...),
+then prints per-split statistics and a demo.  See docs/data.md.
 """
 
 from __future__ import annotations
@@ -14,26 +16,37 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from storygpt.data import corpora
 from storygpt.data.prepare import DEFAULT_PATTERN, DEFAULT_VOCAB, format_report, get_corpus, prepare
 from storygpt.helpformat import DefaultsOnceHelpFormatter
+from storygpt.tokenizers.spec import SpecError, parse_spec
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="data.py",
         description=(
-            "Get a corpus, split it into training and validation documents, train a tokenizer on the "
-            "training split and write the token files pretrain.py reads (OUT/NAME/{train,valid}-SLUG.bin, "
-            "tokenizer-SLUG.json, stats-SLUG.json, train.txt, valid.txt; SLUG is KIND-VOCAB, e.g. bpe-8192)."
+            "Get a corpus, split it into training and validation documents, make the tokenizer a SPEC "
+            "names (training it on the training split for bpe and word) and write the token files "
+            "pretrain.py reads (OUT/NAME/{train,valid}-SLUG.bin, tokenizer-SLUG.json, stats-SLUG.json, "
+            "train.txt, valid.txt; SLUG is the SPEC as a file name, e.g. bpe-8192)."
         ),
         formatter_class=DefaultsOnceHelpFormatter,
     )
     p.add_argument(
+        "--tokenizer",
+        metavar="SPEC",
+        help="the tokenizer: bpe[:VOCAB] (storygpt's byte-level BPE, trained here; VOCAB 8192 when omitted), "
+        "word[:VOCAB] (word-level, trained here; VOCAB 10000 when omitted), byte (the 256 bytes), "
+        "tiktoken:NAME (gpt2, cl100k_base, o200k_base; needs tiktoken), hf:PATH (any Hugging Face "
+        "tokenizer.json; needs tokenizers), file:PATH (a storygpt tokenizer file); default: word",
+    )
+    p.add_argument(
         "--bpe",
         action="store_true",
-        help="byte-level BPE (merges learned by the C++ trainer) instead of the word-level tokenizer",
+        help="short for --tokenizer bpe (byte-level BPE, merges learned by the C++ trainer)",
     )
     p.add_argument(
         "--corpus",
@@ -71,14 +84,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--vocab-size",
         type=int,
-        help=f"vocabulary size (default {DEFAULT_VOCAB['bpe']:,} for --bpe = 256 bytes + merges + "
-        f"<pad> + <|endoftext|>; {DEFAULT_VOCAB['word']:,} for word-level)",
+        help=f"vocabulary size of a trained tokenizer, the same as bpe:VOCAB or word:VOCAB (default "
+        f"{DEFAULT_VOCAB['bpe']:,} for bpe = 256 bytes + merges + <pad> + <|endoftext|>; "
+        f"{DEFAULT_VOCAB['word']:,} for word)",
     )
     p.add_argument(
         "--pattern",
-        choices=["simple", "gpt2", "gpt4"],
+        choices=["simple", "gpt2", "gpt4", "o200k"],
         default=DEFAULT_PATTERN,
         help="BPE pre-tokenization pattern (default: %(default)s; docs/data.md explains the choice)",
+    )
+    p.add_argument(
+        "--tie-break",
+        choices=["smallest_ids", "largest_bytes"],
+        default="smallest_ids",
+        help="BPE training: which pair to merge among equally frequent ones: the smallest (left id, "
+        "right id), or the greatest (left bytes, right bytes) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--min-frequency",
+        type=int,
+        default=1,
+        help="BPE training stops when the most frequent pair occurs fewer times than this, with a "
+        "warning giving the vocabulary size reached (default: %(default)s)",
     )
     p.add_argument("--threads", type=int, default=0, help="threads for BPE training and encoding (0 = all cores)")
     p.add_argument(
@@ -94,8 +122,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"data.py: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    before = warnings.formatwarning
+    warnings.formatwarning = _one_line_warning  # e.g. BPE training that stopped short of --vocab-size
+    try:
+        return _main(args)
+    finally:
+        warnings.formatwarning = before
+
+
+def _main(args) -> int:
     if args.threads < 0:
         print("data.py: error: --threads must be >= 0", file=sys.stderr)
         return 2
@@ -105,7 +146,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch_chars < 1:
         print(f"data.py: error: --batch-chars must be positive, got {args.batch_chars}", file=sys.stderr)
         return 2
-    kind = "bpe" if args.bpe else "word"
+    if args.min_frequency < 1:
+        print(f"data.py: error: --min-frequency must be at least 1, got {args.min_frequency}", file=sys.stderr)
+        return 2
+    if args.bpe and args.tokenizer is not None:
+        print("data.py: error: give either --bpe or --tokenizer SPEC, not both", file=sys.stderr)
+        return 2
+    try:
+        spec = parse_spec("bpe" if args.bpe else (args.tokenizer or "word"))
+        if args.vocab_size is not None:
+            if not spec.is_trained:
+                raise SpecError(f"--vocab-size applies to bpe and word, not to {spec}")
+            spec = parse_spec(f"{spec.kind}:{args.vocab_size}")
+        _ = spec.slug  # a missing hf:/file: file is named here, before the corpus is read
+    except (SpecError, FileNotFoundError) as e:
+        print(f"data.py: error: {e}", file=sys.stderr)
+        return 2
     try:
         corpus = get_corpus(
             args.corpus,
@@ -118,16 +174,18 @@ def main(argv: list[str] | None = None) -> int:
             tinystories_url=args.tinystories_url,
         )
         stats = prepare(
-            kind,
+            spec,
             corpus,
             args.out,
-            args.vocab_size,
+            None,
             args.pattern,
             args.threads,
             args.batch_chars,
             progress=not args.quiet,
+            tie_break=args.tie_break,
+            min_frequency=args.min_frequency,
         )
-    except (OSError, ValueError) as e:  # FileNotFoundError, NetworkError, bad input
+    except (OSError, ValueError, ImportError) as e:  # FileNotFoundError, NetworkError, bad input, no tiktoken
         print(f"data.py: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # every file is written atomically: none is left half-written

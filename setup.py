@@ -23,6 +23,7 @@ ext_modules = [
                 "csrc/bind_pretokenize.cpp",
                 "csrc/bpe.cpp",
                 "csrc/pretokenize.cpp",
+                "csrc/pretokenize_o200k.cpp",
             ]
         ),
         include_dirs=["csrc"],

@@ -56,21 +56,6 @@ def _read_docs(path: str) -> tuple[str, list[str]]:
     return text, text.split(EOT)
 
 
-def _split_by_lower_ranks(token: bytes, rank: int, ranks: dict) -> list[str] | None:
-    parts = [bytes([b]) for b in token]
-    while len(parts) > 2:
-        best = None
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and r < rank and (best is None or r < best[0]):
-                best = (r, i)
-        if best is None:
-            return None
-        i = best[1]
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
-    return [parts[0].hex(), parts[1].hex()] if len(parts) == 2 else None
-
-
 def _timed(fn, repeats: int):
     times, out = [], None
     for _ in range(repeats):
@@ -113,12 +98,11 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
             return tok
 
         tok, times = _timed(run, repeats)
-        ranks = sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1])
-        vocab = {rank: bytes(tb) for tb, rank in ranks}
-        # Recover each merge's two parts the way tiktoken does: byte-pair encode
-        # the token's bytes with the lower-ranked tokens only; two parts remain.
-        inv = {v: k for k, v in vocab.items()}
-        pairs = [_split_by_lower_ranks(vocab[r], r, inv) for r in range(256, len(vocab))]
+        from storygpt.tokenizers import merges_from_ranks
+
+        # each merge's two parts, as BPE with the lower-ranked tokens only leaves them
+        ranks = {bytes(tb): rank for tb, rank in tok.get_mergeable_ranks()}
+        pairs = [[a.hex(), b.hex()] for a, b in merges_from_ranks(ranks)]
     elif lib == "hf":
         from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
@@ -148,13 +132,7 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
     return {"times": times, "peak_mb": _peak_mb(), "base_mb": base, "merges": pairs}
 
 
-def _gpt2_from_cache():
-    import tiktoken
-
-    return tiktoken.get_encoding("gpt2")
-
-
-def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str) -> dict:
+def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str, encoding: str = "gpt2") -> dict:
     text, docs = _read_docs(path)
     if mode == "long":
         inputs = [text]
@@ -168,7 +146,7 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str) ->
 
         # A fresh tokenizer (empty chunk cache) for every run: no run profits
         # from the cache an earlier run filled.
-        fresh = [BPETokenizer.from_tiktoken("gpt2") for _ in range(repeats)]
+        fresh = [BPETokenizer.from_tiktoken(encoding) for _ in range(repeats)]
 
         def fn():
             tok = fresh.pop()
@@ -182,7 +160,9 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str) ->
             ids, offsets = tok.encode_batch_numpy(inputs, num_threads=threads)
             return [ids[offsets[i] : offsets[i + 1]] for i in range(len(inputs))]
     elif lib == "tiktoken":
-        enc = _gpt2_from_cache()
+        import tiktoken
+
+        enc = tiktoken.get_encoding(encoding)
         if len(inputs) == 1:
             fn = lambda: [enc.encode_ordinary(inputs[0])]
         else:
@@ -300,6 +280,7 @@ def bench_train(args) -> list[str]:
 def bench_encode(args) -> list[str]:
     libs = ["storygpt", "storygpt-np", "tiktoken"] + (["hf"] if _installed("tokenizers") else [])
     libs = [lib for lib in libs if lib in ("storygpt", "tiktoken") or lib in args.libraries]
+    libs = [lib for lib in libs if lib != "hf" or args.encoding == "gpt2"]  # hf reads GPT-2's files only
     rows = []
     cases = [(m, 1) for m in ("long", "spaces", "letters", "noline") if m in args.inputs]
     cases += [("batch", t) for t in args.threads if "batch" in args.inputs]
@@ -313,6 +294,7 @@ def bench_encode(args) -> list[str]:
                 "threads": threads,
                 "repeats": args.repeats,
                 "mode": mode,
+                "encoding": args.encoding,
             }
             results[lib] = run_worker(spec, threads)
         ref = results["tiktoken"]
@@ -328,7 +310,7 @@ def bench_encode(args) -> list[str]:
             t = statistics.median(r["times"])
             mbps = r["bytes"] / t / 1e6
             rows.append(
-                f"| encode {mode} | gpt2 | {threads} | {lib} | {t:.3f} ({mbps:.1f} MB/s) | {r['peak_mb']:.0f} | "
+                f"| encode {mode} | {args.encoding} | {threads} | {lib} | {t:.3f} ({mbps:.1f} MB/s) | {r['peak_mb']:.0f} | "
                 f"{r['peak_mb'] - r['base_mb']:.0f} | {t / t_ours:.2f} | ids identical |"
             )
     return rows
@@ -350,8 +332,14 @@ def main(argv=None) -> None:
     p.add_argument(
         "--pattern",
         default="gpt2",
-        choices=["simple", "gpt2", "gpt4"],
+        choices=["simple", "gpt2", "gpt4", "o200k"],
         help="pre-tokenization pattern for training (all libraries use the same regex)",
+    )
+    p.add_argument(
+        "--encoding",
+        default="gpt2",
+        choices=["gpt2", "cl100k_base", "o200k_base"],
+        help="OpenAI vocabulary for the encoding runs (o200k_base: GPT-4o's, with its o200k pattern)",
     )
     p.add_argument(
         "--inputs",

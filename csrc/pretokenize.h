@@ -3,8 +3,8 @@
 // Pure C++17, no Python types.  The three named patterns and their exact
 // semantics (including invalid UTF-8) are defined by the Python reference
 // storygpt/tokenizers/bpe_reference.py; this code must give identical chunks.
-// The "gpt2" and "gpt4" patterns are matched by hand-written code (no regex
-// engine); the rules are spelled out in docs/pretokenization.md.
+// The "gpt2", "gpt4" and "o200k" patterns are matched by hand-written code (no regex
+// engine; o200k in pretokenize_o200k.cpp); the rules are spelled out in docs/pretokenization.md.
 #pragma once
 
 #include <cstddef>
@@ -15,9 +15,9 @@
 
 namespace storygpt {
 
-enum class Pattern { Simple, GPT2, GPT4 };
+enum class Pattern { Simple, GPT2, GPT4, O200K };
 
-// "simple" | "gpt2" | "gpt4"; throws std::invalid_argument naming the bad value.
+// "simple" | "gpt2" | "gpt4" | "o200k"; throws std::invalid_argument naming the bad value.
 Pattern parse_pattern(const std::string& name);
 const char* pattern_name(Pattern p);
 

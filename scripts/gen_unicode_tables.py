@@ -14,6 +14,11 @@ points the case-insensitive contraction letters of ``"gpt4"``
   point a class: 0 = other (punctuation, symbols, marks, controls that are not
   white space, unassigned, surrogates), 1 = letter ``\\p{L}``, 2 = number
   ``\\p{N}``, 3 = white space ``\\s``;
+* a second two-stage table ``kO200kStage1`` / ``kO200kStage2`` for the ``"o200k"``
+  pattern (GPT-4o), which tells letters apart by case and counts marks with them:
+  0 = other, 1 = upper ``\\p{Lu}``/``\\p{Lt}``, 2 = lower ``\\p{Ll}``, 3 = both
+  ``\\p{Lm}``/``\\p{Lo}`` (in both of o200k's letter classes), 4 = mark ``\\p{M}``
+  (in both letter classes too, but not ``\\p{L}``), 5 = number ``\\p{N}``, 6 = white space ``\\s``;
 * ``kContractionFolds``: every code point other than the ASCII letters
   themselves that ``(?i:x)`` matches for a contraction letter ``x``
   (e.g. U+017F LATIN SMALL LETTER LONG S for ``s``).
@@ -42,6 +47,14 @@ from storygpt.atomic import atomic_write  # noqa: E402  (stdlib only; no torch)
 MAX_CP = 0x110000
 CLASS_OTHER, CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE = 0, 1, 2, 3
 CONTRACTION_LETTERS = "sdmtlvre"
+O200K_CLASSES = (
+    (1, r"[\p{Lu}\p{Lt}]+"),
+    (2, r"\p{Ll}+"),
+    (3, r"[\p{Lm}\p{Lo}]+"),
+    (4, r"\p{M}+"),
+    (5, r"\p{N}+"),
+    (6, r"\s+"),
+)
 
 # A few characters first assigned in each Unicode version, used to report which
 # Unicode version the installed ``regex`` knows (``regex`` has no Age property).
@@ -73,6 +86,24 @@ def compute_classes(text: str) -> bytearray:
             a, b = m.span()
             if any(seen[a:b]):
                 raise RuntimeError(f"classes overlap in U+{a:04X}..U+{b - 1:04X}")
+            seen[a:b] = b"\x01" * (b - a)
+            classes[a:b] = bytes([cls]) * (b - a)
+    return classes
+
+
+def compute_o200k_classes(text: str) -> bytearray:
+    """Class of every code point for the ``"o200k"`` matcher (:data:`O200K_CLASSES`), asked from ``regex``.
+
+    Raises:
+        RuntimeError: if a code point is in more than one class.
+    """
+    classes = bytearray(MAX_CP)
+    seen = bytearray(MAX_CP)
+    for cls, pat in O200K_CLASSES:
+        for m in regex.finditer(pat, text):
+            a, b = m.span()
+            if any(seen[a:b]):
+                raise RuntimeError(f"o200k classes overlap in U+{a:04X}..U+{b - 1:04X}")
             seen[a:b] = b"\x01" * (b - a)
             classes[a:b] = bytes([cls]) * (b - a)
     return classes
@@ -134,9 +165,12 @@ def _c_array(values, per_line: int = 32) -> str:
     return "\n".join(lines)
 
 
-def render(classes: bytearray, folds, block_bits: int) -> str:
+def render(classes: bytearray, folds, block_bits: int, o200k: bytearray) -> str:
     stage1, blocks = two_stage(classes, block_bits)
     s1_type = "uint8_t" if len(blocks) <= 256 else "uint16_t"
+    o_stage1, o_blocks = two_stage(o200k, block_bits)
+    o_s1_type = "uint8_t" if len(o_blocks) <= 256 else "uint16_t"
+    o_counts = [o200k.count(c) for c in range(7)]
     counts = [classes.count(c) for c in range(4)]
     fold_lines = "\n".join(f"    {{0x{cp:04X}, '{x}'}}," for cp, x in folds) or "    {0, 0},"
     return f"""\
@@ -175,6 +209,17 @@ constexpr uint8_t kClassStage2[{len(blocks) << block_bits}] = {{
 {_c_array(b"".join(blocks), 64)}
 }};
 
+// "o200k" (GPT-4o) classes: 0 other {o_counts[0]}, 1 upper \\p{{Lu}}\\p{{Lt}} {o_counts[1]},
+// 2 lower \\p{{Ll}} {o_counts[2]}, 3 both \\p{{Lm}}\\p{{Lo}} {o_counts[3]}, 4 mark \\p{{M}} {o_counts[4]},
+// 5 number \\p{{N}} {o_counts[5]}, 6 space \\s {o_counts[6]} code points; same two-stage layout.
+enum O200kClass : uint8_t {{ kOOther = 0, kOUpper = 1, kOLower = 2, kOBoth = 3, kOMark = 4, kONumber = 5, kOSpace = 6 }};
+constexpr {o_s1_type} kO200kStage1[{len(o_stage1)}] = {{
+{_c_array(o_stage1)}
+}};
+constexpr uint8_t kO200kStage2[{len(o_blocks) << block_bits}] = {{
+{_c_array(b"".join(o_blocks), 64)}
+}};
+
 // Code points (other than the ASCII letter itself in either case) that the
 // case-insensitive contraction letters of "gpt4" match: {{code point, letter}}.
 struct ContractionFold {{
@@ -211,7 +256,7 @@ def main(argv=None) -> int:
     classes = compute_classes(text)
     folds = compute_contraction_folds(text)
     out = os.path.abspath(args.out)
-    content = render(classes, folds, args.block_bits)
+    content = render(classes, folds, args.block_bits, compute_o200k_classes(text))
     with atomic_write(out, "w", encoding="ascii") as f:
         f.write(content)
     print(f"wrote {out} (regex {regex.__version__}, {len(content)} bytes, folds {folds})")

@@ -583,23 +583,9 @@ def _gpt2_merges():
             tok, r = line.split()
             ranks[base64.b64decode(tok)] = int(r)
 
-    def split(tok, r):
-        parts = [bytes([b]) for b in tok]
-        while len(parts) > 2:
-            best = None
-            for i in range(len(parts) - 1):
-                rr = ranks.get(parts[i] + parts[i + 1])
-                if rr is not None and rr < r and (best is None or rr < best[0]):
-                    best = (rr, i)
-            i = best[1]
-            parts[i : i + 2] = [parts[i] + parts[i + 1]]
-        return parts
+    from storygpt.tokenizers import merges_from_ranks
 
-    merges = []
-    for tok, r in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(tok) >= 2:
-            a, b = split(tok, r)
-            merges.append((ranks[a], ranks[b], r))
+    merges = [(ranks[a], ranks[b], ranks[a + b]) for a, b in merges_from_ranks(ranks)]
     return merges, [ranks[bytes([b])] for b in range(256)]
 
 

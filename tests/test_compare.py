@@ -357,17 +357,7 @@ def _has_flags(tool: str, *flags: str) -> bool:
     return all(f in text for f in flags)
 
 
-def needs_other_branches() -> bool:
-    """True while pretrain.py lacks --tokenizer/--budget-flops or data.py lacks --tokenizer (their --help)."""
-    return not (_has_flags("pretrain.py", "--tokenizer", "--budget-flops") and _has_flags("data.py", "--tokenizer"))
-
-
 @pytest.mark.slow  # about a minute: nine tool processes (each imports torch) and two compare.py runs
-@pytest.mark.xfail(
-    "needs_other_branches()",  # a string: evaluated only when the test is selected (-m slow)
-    reason="needs pretrain.py --tokenizer/--budget-flops and data.py --tokenizer (other branches)",
-    strict=False,
-)
 def test_compare_end_to_end(tmp_path):
     kit_spec = importlib.util.spec_from_file_location("_bits_kit_e2e", HERE / "test_bits.py")
     kit = importlib.util.module_from_spec(kit_spec)

@@ -25,8 +25,8 @@ from storygpt import _bpe
 from storygpt.tokenizers.bpe_reference import PATTERNS
 from storygpt.tokenizers.bpe_reference import pretokenize as ref_pretokenize
 
-ALL = ("simple", "gpt2", "gpt4")
-UNICODE = ("gpt2", "gpt4")
+ALL = ("simple", "gpt2", "gpt4", "o200k")
+UNICODE = ("gpt2", "gpt4", "o200k")
 MAX_CP = 0x110000
 CORPORA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpora")
 
@@ -323,6 +323,15 @@ def test_letter_runs_across_simd_blocks():
         ("gpt2", "\tword", ["\t", "word"]),
         ("gpt2", "a \n", ["a", " \n"]),  # \s++$ takes the trailing run
         ("gpt4", "x   ", ["x", "   "]),
+        # o200k (GPT-4o): case runs, marks with letters, contractions after words, no \s++$
+        ("o200k", "HelloWorld ABCdef", ["Hello", "World", " ABCdef"]),
+        ("o200k", "HELLO world", ["HELLO", " world"]),
+        ("o200k", "DON'T don't I'LL 'll", ["DON'T", " don't", " I'LL", " '", "ll"]),  # no lone contraction
+        ("o200k", "e\u0301cole \u0301x", ["e\u0301cole", " \u0301x"]),  # a mark is a letter here
+        ("o200k", "\u01c5ungla \u01c5", ["\u01c5ungla", " \u01c5"]),  # Lt is upper: Dž + ungla
+        ("o200k", "x  \n\n  ", ["x", "  \n\n", "  "]),  # \s*[\r\n]+ before \s+(?!\S)
+        ("o200k", "a!/\n/b 1234", ["a", "!/\n/", "b", " ", "123", "4"]),
+        ("o200k", "\u02b0A", ["\u02b0", "A"]),  # Lm is in both classes: U* gives it back to L+
     ],
 )
 def test_known_chunks(pattern, text, want):
@@ -333,6 +342,7 @@ def test_invalid_bytes_act_like_punctuation():
     assert _bpe.pretokenize(b"a \xff\xfe!b", "gpt2") == [b"a", b" \xff\xfe!", b"b"]
     assert _bpe.pretokenize(b"a \xff\xfe!\n\nb", "gpt4") == [b"a", b" \xff\xfe!\n\n", b"b"]
     assert _bpe.pretokenize(b"\xffword", "gpt4") == [b"\xffword"]
+    assert _bpe.pretokenize(b"\xffWord\xfe", "o200k") == [b"\xffWord", b"\xfe"]
 
 
 # ---------------------------------------------------------------------------

@@ -76,9 +76,9 @@ def test_gpt2_known_answers(source, backend):
     assert tok.vocab_size == len(tok) == 50257
     assert tok.eot_id == 50256 and tok.pad_id is None and tok.unk_id is None
     for text, ids in GPT2_KNOWN:
-        assert tok.encode(text) == ids, text
+        assert tok.encode(text, "all") == ids, text
         assert tok.decode(ids) == text
-    assert tok.encode("<|endoftext|>") == [50256]
+    assert tok.encode("<|endoftext|>", "all") == [50256]
     assert tok.id_to_token(15496) == "Hello" and tok.id_to_token(220) == " "
 
 
@@ -87,7 +87,7 @@ def test_gpt2_files_byte_ids_differ_from_byte_values():
     tok = BPETokenizer.from_gpt2_files(GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, backend="reference")
     assert tok.byte_ids[ord("!")] == 0 and tok.byte_ids[ord(" ")] == 220
     assert tok.token_bytes(220) == b" " and tok.token_bytes(0) == b"!"
-    assert tok.encode("\x00") == [tok.byte_ids[0]] == [188]
+    assert tok.encode("\x00", "all") == [tok.byte_ids[0]] == [188]
 
 
 @needs_cache
@@ -112,10 +112,10 @@ def test_cl100k_against_tiktoken_and_specials(backend):
         "emoji 🤖🤖 and \u00a0nbsp",
     ]
     for t in texts:
-        assert tok.encode(t) == enc.encode(t, allowed_special="all"), t
+        assert tok.encode(t, "all") == enc.encode(t, allowed_special="all"), t
         assert tok.encode_ordinary(t) == enc.encode_ordinary(t), t
-        assert tok.decode(tok.encode(t)) == t
-    assert tok.encode("hi") == [6151]  # a known cl100k id
+        assert tok.decode(tok.encode(t, "all")) == t
+    assert tok.encode("hi", "all") == [6151]  # a known cl100k id
 
 
 # ------------------------------------------------------------- tiktoken parity
@@ -125,12 +125,12 @@ def _parity(name: str, backend: str, docs: list[str]) -> None:
     enc = tiktoken.get_encoding(name)
     tok = tiktoken_tok(name, backend)
     want = enc.encode_ordinary_batch(docs, num_threads=2)
-    got = tok.encode_batch(docs)
+    got = tok.encode_batch(docs, allowed_special="all")
     for d, g, w in zip(docs, got, want):
         if g != w:
             assert g == w, f"first differing document: {d[:200]!r}"
     for d, w in zip(docs[:50], want[:50]):
-        assert tok.encode(d) == w
+        assert tok.encode(d, "all") == w
 
 
 @needs_cache
@@ -198,26 +198,26 @@ def test_special_tokens_are_atomic(backend):
     eot, end, pad = tok.special_tokens[EOT], tok.special_tokens["<|end|>"], tok.pad_id
     assert (pad, eot, end) == (296, 297, 298) and tok.vocab_size == 299
     o = tok.encode_ordinary
-    assert tok.encode(EOT + EOT) == [eot, eot]  # adjacent
-    assert tok.encode(EOT + "the" + EOT) == [eot] + o("the") + [eot]  # at the very start and end
-    assert tok.encode("the" + EOT + "me") == o("the") + [eot] + o("me")  # inside a word
-    assert tok.encode(" " + EOT + " ") == o(" ") + [eot] + o(" ")
+    assert tok.encode(EOT + EOT, "all") == [eot, eot]  # adjacent
+    assert tok.encode(EOT + "the" + EOT, "all") == [eot] + o("the") + [eot]  # at the very start and end
+    assert tok.encode("the" + EOT + "me", "all") == o("the") + [eot] + o("me")  # inside a word
+    assert tok.encode(" " + EOT + " ", "all") == o(" ") + [eot] + o(" ")
     # overlapping specials: the longest match wins
-    assert tok.encode("<|endoftext|>") == [eot]
-    assert tok.encode("<|end|>oftext|>") == [end] + o("oftext|>")
-    assert tok.encode("<|end<|endoftext|>") == o("<|end") + [eot]
-    assert tok.encode("<pad><|end|><pad>") == [pad, end, pad]
+    assert tok.encode("<|endoftext|>", "all") == [eot]
+    assert tok.encode("<|end|>oftext|>", "all") == [end] + o("oftext|>")
+    assert tok.encode("<|end<|endoftext|>", "all") == o("<|end") + [eot]
+    assert tok.encode("<pad><|end|><pad>", "all") == [pad, end, pad]
     # plain-text mode
     text = "a<|endoftext|>b<|end|>"
-    plain = tok.encode(text, allowed_special=set())
+    plain = tok.encode(text, allowed_special=set(), disallowed_special=())
     assert (
         plain
         == tok.encode_ordinary(text)
         == bpe_reference.encoder_from_merges([m[:2] for m in tok.merges]).encode(text.encode())
     )
     assert not set(plain) & {eot, end, pad}
-    assert tok.encode(text, allowed_special={"<|end|>"}) == o("a<|endoftext|>b") + [end]
-    assert tok.decode(tok.encode(text)) == text
+    assert tok.encode(text, allowed_special={"<|end|>"}, disallowed_special=()) == o("a<|endoftext|>b") + [end]
+    assert tok.decode(tok.encode(text, "all")) == text
     with pytest.raises(ValueError, match="<nope>"):
         tok.encode("x", allowed_special={"<nope>"})
 
@@ -226,10 +226,10 @@ def test_special_tokens_are_atomic(backend):
 def test_overlapping_specials_longest_wins(backend):
     tok = BPETokenizer.from_merges([], special_tokens=["ab", "abc", "bcd"], backend=backend)
     ab, abc, bcd = 256, 257, 258
-    assert tok.encode("abcd") == [abc, ord("d")]
-    assert tok.encode("abd") == [ab, ord("d")]
-    assert tok.encode("xbcd") == [ord("x"), bcd]
-    assert tok.encode("ababc") == [ab, abc]
+    assert tok.encode("abcd", "all") == [abc, ord("d")]
+    assert tok.encode("abd", "all") == [ab, ord("d")]
+    assert tok.encode("xbcd", "all") == [ord("x"), bcd]
+    assert tok.encode("ababc", "all") == [ab, abc]
 
 
 @needs_cache
@@ -240,7 +240,10 @@ def test_specials_match_tiktoken_allowed_sets():
     tok = tiktoken_tok("cl100k_base", "reference")
     t = "<|fim_prefix|>def f():<|fim_suffix|>\n<|endoftext|><|endoftext|>"
     for allowed in ["all", set(), {"<|endoftext|>"}, {"<|fim_prefix|>", "<|fim_suffix|>"}]:
-        assert tok.encode(t, allowed_special=allowed) == enc.encode(t, allowed_special=allowed, disallowed_special=())
+        assert tok.encode(t, allowed, ()) == enc.encode(t, allowed_special=allowed, disallowed_special=())
+        if allowed != "all":  # tiktoken's default: a special token that is not allowed is an error
+            with pytest.raises(ValueError, match="special token '<|"):
+                tok.encode(t, allowed_special=allowed)
 
 
 @needs_cache
@@ -251,8 +254,8 @@ def test_lone_surrogates_become_replacement_char(backend):
     enc = tiktoken.get_encoding("gpt2")
     tok = tiktoken_tok("gpt2", backend)
     for t in ["a\ud800b", "\udcff", "x\ud83d\ude00y".encode("utf-16", "surrogatepass").decode("utf-16"), "\ud83d"]:
-        assert tok.encode(t) == enc.encode(t), repr(t)
-    assert tok.encode("a\ud800b") == tok.encode("a\ufffdb")
+        assert tok.encode(t, "all") == enc.encode(t), repr(t)
+    assert tok.encode("a\ud800b", "all") == tok.encode("a\ufffdb", "all")
 
 
 @needs_cache
@@ -260,12 +263,12 @@ def test_lone_surrogates_become_replacement_char(backend):
 def test_decode_joins_bytes_before_utf8(backend):
     tok = tiktoken_tok("gpt2", backend)
     text = "中文 и русский 🤖<|endoftext|>x<|endoftext|>"
-    ids = tok.encode(text)
+    ids = tok.encode(text, "all")
     assert any("\ufffd" in tok.decode([i]) for i in ids)  # some tokens hold part of a character
     assert tok.decode(ids) == text
     assert tok.decode_bytes(ids) == text.encode("utf-8")
     assert tok.decode(np.array(ids, dtype=np.uint32)) == text
-    cut = tok.encode("中文 и русский 🤖")[:-1]  # the emoji's last byte is missing
+    cut = tok.encode("中文 и русский 🤖", "all")[:-1]  # the emoji's last byte is missing
     assert tok.decode(cut).endswith("\ufffd") and tok.decode(cut)[:-1] == "中文 и русский "
     with pytest.raises(ValueError, match="unknown token id 50257"):
         tok.decode([1, 50257])
@@ -289,8 +292,8 @@ def test_train_matches_reference(backend, pattern):
     ref = bpe_reference.encoder_from_merges(want, pattern)
     probe = "the lowest newest widest 12345\n low"
     assert tok.encode_ordinary(probe) == ref.encode(probe.encode())
-    assert tok.encode(text) == tok.encode_batch([text])[0]
-    assert tok.decode(tok.encode(text)) == text
+    assert tok.encode(text, "all") == tok.encode_batch([text], allowed_special="all")[0]
+    assert tok.decode(tok.encode(text, "all")) == text
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -358,14 +361,14 @@ def test_round_trip_and_backends_agree(pieces, pattern):
     clean = text.replace("\ud800", "\ufffd")
     toks = [small_trained("reference", pattern)] + ([small_trained("cpp", pattern)] if HAVE_CPP else [])
     for tok in toks:
-        ids = tok.encode(text)
+        ids = tok.encode(text, "all")
         assert tok.decode(ids) == clean
         assert tok.encode_ordinary(text) == bpe_reference.encoder_from_merges(
             [m[:2] for m in tok.merges], pattern
         ).encode(clean.encode())
-        assert tok.encode_batch([text, clean]) == [ids, ids]
+        assert tok.encode_batch([text, clean], allowed_special="all") == [ids, ids]
     if len(toks) == 2:
-        assert toks[0].encode(text) == toks[1].encode(text)
+        assert toks[0].encode(text, "all") == toks[1].encode(text, "all")
         assert toks[0].to_dict() == toks[1].to_dict()
 
 
@@ -389,8 +392,8 @@ def test_from_merges_and_from_vocab_keep_ids(backend):
     specials = {s: perm[i] for s, i in tok.special_tokens.items()}
     other = BPETokenizer.from_vocab(vocab, as_bytes, special_tokens=specials, backend=backend)
     text = "then the theme <|end|> Сказка рыбке.\n"
-    assert other.encode(text) == [perm[i] for i in tok.encode(text)]
-    assert other.decode(other.encode(text)) == text
+    assert other.encode(text, "all") == [perm[i] for i in tok.encode(text, "all")]
+    assert other.decode(other.encode(text, "all")) == text
     with pytest.raises(ValueError, match="not in the vocabulary"):
         BPETokenizer.from_vocab(vocab, [(b"q", b"z")], backend=backend)
     with pytest.raises(ValueError, match="earlier merge"):
@@ -405,11 +408,11 @@ def test_from_tiktoken_path(tmp_path):
     link.write_bytes(path.read_bytes())
     tok = BPETokenizer.from_tiktoken(link, backend="reference")
     assert tok.eot_id == 50256 and tok.pattern == "gpt2"
-    assert tok.encode("Hello, do you like tea? ") == GPT2_KNOWN[0][1]
+    assert tok.encode("Hello, do you like tea? ", "all") == GPT2_KNOWN[0][1]
     with pytest.raises(FileNotFoundError, match="nothere.tiktoken"):
         BPETokenizer.from_tiktoken(tmp_path / "nothere.tiktoken", backend="reference")
-    with pytest.raises(ValueError, match="pattern"):
-        BPETokenizer.from_tiktoken("o200k_base", backend="reference")
+    with pytest.raises(ValueError, match="unknown pre-tokenization pattern 'nope'"):
+        BPETokenizer.from_tiktoken(link, pattern="nope", backend="reference")
 
 
 def test_bad_arguments():

@@ -67,14 +67,14 @@ def test_encode_iterable_on_real_file(real_file, source):
     else:
         tok = trained(source)
     text = real_file.read_bytes().decode("utf-8")
-    want = tok.encode(text)
+    want = tok.encode(text, "all")
     assert EOT in text and tok.eot_id in want
     with open(real_file, encoding="utf-8", newline="") as f:
-        got = list(tok.encode_iterable(f, buffer_chars=3000))
+        got = list(tok.encode_iterable(f, "all", buffer_chars=3000))
     assert got == want
     with open(real_file, encoding="utf-8", newline="") as f:  # default buffer: one cut at most
-        assert list(tok.encode_iterable(f)) == want
-    assert list(tok.encode_iterable(iter(text), buffer_chars=5000)) == want  # one character at a time
+        assert list(tok.encode_iterable(f, "all")) == want
+    assert list(tok.encode_iterable(iter(text), "all", buffer_chars=5000)) == want  # one character at a time
 
 
 @pytest.mark.skipif(not HAVE_CPP, reason="storygpt._bpe (C++ Encoder) not built or not landed yet")
@@ -86,7 +86,7 @@ def test_encode_iterable_whole_corpus_cpp(name):
     path = CORPORA / "russian_fortunes.txt"
     text = path.read_bytes().decode("utf-8")
     with open(path, encoding="utf-8", newline="") as f:
-        assert list(tok.encode_iterable(f, buffer_chars=100_000)) == tok.encode(text)
+        assert list(tok.encode_iterable(f, "all", buffer_chars=100_000)) == tok.encode(text, "all")
 
 
 _ALPHABET = [
@@ -133,8 +133,8 @@ def test_encode_iterable_adversarial_splits(pieces, cuts, buffer, pattern):
     bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
     lines = [text[a:b] for a, b in zip(bounds, bounds[1:])]
     for allowed in ["all", set()]:
-        assert list(tok.encode_iterable(lines, allowed_special=allowed, buffer_chars=buffer)) == tok.encode(
-            text, allowed_special=allowed
+        assert list(tok.encode_iterable(lines, allowed, buffer, disallowed_special=())) == tok.encode(
+            text, allowed_special=allowed, disallowed_special=()
         )
 
 
@@ -149,7 +149,7 @@ def test_word_encode_iterable_adversarial_splits(pieces, cuts, buffer):
     text = "".join(pieces)
     bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
     lines = [text[a:b] for a, b in zip(bounds, bounds[1:])]
-    assert list(tok.encode_iterable(lines, buffer_chars=buffer)) == tok.encode(text)
+    assert list(tok.encode_iterable(lines, "all", buffer_chars=buffer)) == tok.encode(text, "all")
 
 
 def test_encode_iterable_is_lazy():
@@ -161,9 +161,9 @@ def test_encode_iterable_is_lazy():
             consumed.append(i)
             yield f"Line number {i} of the story.\n"
 
-    it = tok.encode_iterable(lines(), buffer_chars=1000)
+    it = tok.encode_iterable(lines(), "all", buffer_chars=1000)
     first = next(it)
-    assert first == tok.encode("Line")[0]
+    assert first == tok.encode("Line", "all")[0]
     assert len(consumed) < 100  # it did not read the whole input first
 
 
@@ -171,15 +171,15 @@ def test_word_encode_iterable_on_real_file(real_file):
     text = real_file.read_bytes().decode("utf-8")
     tok = WordTokenizer.train([text], vocab_size=2000)
     with open(real_file, encoding="utf-8", newline="") as f:
-        assert list(tok.encode_iterable(f, buffer_chars=1000)) == tok.encode(text)
+        assert list(tok.encode_iterable(f, "all", buffer_chars=1000)) == tok.encode(text, "all")
 
 
 def test_surrogate_pair_split_between_lines():
     tok = trained("gpt2")
     lines = ["ab \ud83d", "\ude00 cd e"]
-    want = tok.encode("".join(lines))
-    assert want == tok.encode("ab 😀 cd e")
-    assert list(tok.encode_iterable(lines, buffer_chars=1)) == want
-    assert list(WordTokenizer.train(["ab"], 10).encode_iterable(lines, buffer_chars=1)) == WordTokenizer.train(
+    want = tok.encode("".join(lines), "all")
+    assert want == tok.encode("ab 😀 cd e", "all")
+    assert list(tok.encode_iterable(lines, "all", buffer_chars=1)) == want
+    assert list(WordTokenizer.train(["ab"], 10).encode_iterable(lines, "all", buffer_chars=1)) == WordTokenizer.train(
         ["ab"], 10
     ).encode("ab 😀 cd e")

@@ -14,7 +14,7 @@ CORPORA = ROOT.parent / "shared" / "corpora"
 
 def test_split_words_and_punctuation_runs():
     text = '"Don\'t go (now)!" she said--3.14 times, 1,000 ways.\n\n  John’s well-known 中文。<|endoftext|>x'
-    assert WordTokenizer.split(text) == [
+    assert WordTokenizer.split(text, "all") == [
         '"',
         "Don't",
         "go",
@@ -41,7 +41,7 @@ def test_split_words_and_punctuation_runs():
         "x",
     ]
     assert WordTokenizer.split("a<|endoftext|>b", allowed_special=set()) == ["a", "<|", "endoftext", "|>", "b"]
-    assert WordTokenizer.split(".<|endoftext|>.") == [".", EOT, "."]
+    assert WordTokenizer.split(".<|endoftext|>.", "all") == [".", EOT, "."]
 
 
 def test_train_vocabulary_order_and_size():
@@ -61,18 +61,18 @@ def test_train_vocabulary_order_and_size():
 def test_unknown_words_and_rate():
     tok = WordTokenizer.train(["the cat sat on the mat."], vocab_size=5)  # the, .
     the, dot, unk = tok.token_to_id("the"), tok.token_to_id("."), tok.unk_id
-    assert tok.encode("the dog sat.") == [the, unk, unk, dot]
+    assert tok.encode("the dog sat.", "all") == [the, unk, unk, dot]
     assert tok.unknown_rate("the dog sat.") == 0.5
     assert tok.unknown_rate("") == 0.0
-    assert tok.decode(tok.encode("The dog sat.")) == "<unk> <unk> <unk>."
+    assert tok.decode(tok.encode("The dog sat.", "all")) == "<unk> <unk> <unk>."
 
 
 def test_endoftext_is_special():
     tok = WordTokenizer.train(["a b"], vocab_size=10)
     a, b, eot = tok.token_to_id("a"), tok.token_to_id("b"), tok.eot_id
-    assert tok.encode("a<|endoftext|>b") == [a, eot, b]
-    assert tok.encode("<|endoftext|><|endoftext|>") == [eot, eot]
-    assert tok.encode("a<|endoftext|>b", allowed_special=set()) == [a, 1, 1, 1, b]
+    assert tok.encode("a<|endoftext|>b", "all") == [a, eot, b]
+    assert tok.encode("<|endoftext|><|endoftext|>", "all") == [eot, eot]
+    assert tok.encode("a<|endoftext|>b", allowed_special=set(), disallowed_special=()) == [a, 1, 1, 1, b]
     assert tok.encode_ordinary("<|endoftext|>") == [1, 1, 1]
 
 
@@ -92,7 +92,7 @@ def test_endoftext_is_special():
 )
 def test_decode_rules(text, want):
     tok = WordTokenizer.train([text], vocab_size=1000)
-    assert tok.decode(tok.encode(text)) == want
+    assert tok.decode(tok.encode(text, "all")) == want
 
 
 def test_decode_unknown_id():
@@ -105,10 +105,10 @@ def test_decode_unknown_id():
 def test_encode_batch_and_numpy():
     tok = WordTokenizer.train(["a b c. d"], vocab_size=10)
     texts = ["a b", "", "c. d<|endoftext|>"]
-    assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
-    ids, offsets = tok.encode_batch_numpy(texts)
+    assert tok.encode_batch(texts, allowed_special="all") == [tok.encode(t, "all") for t in texts]
+    ids, offsets = tok.encode_batch_numpy(texts, allowed_special="all")
     assert offsets.tolist() == [0, 2, 2, 6] and ids.dtype.name == "uint32"
-    assert ids.tolist() == sum((tok.encode(t) for t in texts), [])
+    assert ids.tolist() == sum((tok.encode(t, "all") for t in texts), [])
 
 
 @pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")

@@ -1,15 +1,17 @@
 """The work behind ``data.py``: corpus -> split -> tokenizer -> token files -> stats.
 
-For corpus ``NAME`` and tokenizer kind ``KIND`` ("bpe" or "word") of vocabulary ``V`` it
-writes, under ``out/NAME/`` (every file atomically; ``SLUG`` = ``KIND-V``, the slug of
-SPEC ``KIND:V``, storygpt.tokenizers.spec)::
+For corpus ``NAME`` and tokenizer SPEC (``bpe:8192``, ``word``, ``byte``,
+``tiktoken:gpt2``, ``hf:PATH``, ``file:PATH``; :mod:`storygpt.tokenizers.spec`) whose
+slug is ``SLUG`` (``bpe-8192``, ``word-10000``, ``byte``, ``tiktoken-gpt2``, ...) it
+writes, under ``out/NAME/`` (every file atomically)::
 
     train.txt, valid.txt        the split documents, separated by lines "<|endoftext|>"
-    tokenizer-SLUG.json         the trained tokenizer (Tokenizer.save)
+    tokenizer-SLUG.json         the tokenizer (Tokenizer.save; the whole of it, any kind)
     train-SLUG.bin, valid-SLUG.bin
                                 token files (storygpt.data.binfile): each document's
                                 ids with the <|endoftext|> id between documents
     stats-SLUG.json             the statistics printed by data.py
+
 
 Token streams: documents are encoded one by one as ordinary text
 (``encode_batch_numpy``: special-token strings inside a document are plain
@@ -33,22 +35,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from storygpt.atomic import write_json
+from storygpt.tokenizers.spec import DEFAULT_VOCAB, TRAIN_FROM_FILE_CHARS, BuildOptions, build_tokenizer, parse_spec  # noqa: F401  (re-exported)
 
 from . import corpora
 from .binfile import TokenWriter
 
-DEFAULT_VOCAB = {"bpe": 8192, "word": 10000}
 #: Default pre-tokenization pattern for BPE (see docs/data.md for why).
 DEFAULT_PATTERN = "gpt4"
 SPECIAL_TOKENS = ("<pad>", corpora.EOT)
-#: Above this many characters the BPE trainer reads train.txt itself (C++)
-#: instead of receiving the text from Python.
-TRAIN_FROM_FILE_CHARS = 64 << 20
+#: Kinds whose files are also linked under their storygpt 0.x names (train-bpe.bin, ...).
 
 
 @dataclass
@@ -138,36 +137,49 @@ def get_corpus(
 
 
 def train_tokenizer(
-    kind: str,
+    kind,
     train_docs: Sequence[str],
     vocab_size: int | None = None,
     pattern: str = DEFAULT_PATTERN,
     num_threads: int = 0,
     train_txt: str | os.PathLike | None = None,
     progress: bool = False,
+    tie_break: str = "smallest_ids",
+    min_frequency: int = 1,
 ):
-    """Train a tokenizer of ``kind`` ("bpe" or "word") on the training documents.
+    """The tokenizer of a SPEC (or kind), trained on the training documents where it learns.
 
     BPE: ``BPETokenizer.train`` (the C++ trainer) on the documents joined by
     ``<|endoftext|>`` (a special token: no merge crosses it); for a corpus of
     more than :data:`TRAIN_FROM_FILE_CHARS` characters the trainer reads
     ``train_txt`` itself instead.  Word: ``WordTokenizer.train(docs, vocab_size)``.
-    """
-    from storygpt.tokenizers import BPETokenizer, WordTokenizer
+    Other kinds: :func:`storygpt.tokenizers.spec.build_tokenizer`.
 
-    if kind not in DEFAULT_VOCAB:
-        raise ValueError(f"unknown tokenizer kind {kind!r}; expected 'bpe' or 'word'")
-    vocab_size = vocab_size or DEFAULT_VOCAB[kind]
-    if kind == "word":
-        return WordTokenizer.train(list(train_docs), vocab_size, show_progress=progress)
-    n_chars = sum(len(d) for d in train_docs)
-    if n_chars > TRAIN_FROM_FILE_CHARS and train_txt is not None:
-        source: Any = [str(train_txt)]
-    else:
-        source = corpora.EOT.join(train_docs)
-    return BPETokenizer.train(
-        source, vocab_size, pattern=pattern, special_tokens=SPECIAL_TOKENS, num_threads=num_threads
+    Args:
+        kind: a SPEC string or :class:`~storygpt.tokenizers.spec.TokenizerSpec`
+            (``"bpe"``, ``"word:300"``, ``"tiktoken:gpt2"``, ...).
+        vocab_size: overrides the SPEC's vocabulary size (trained kinds only).
+    """
+    spec = _spec(kind, vocab_size)
+    options = BuildOptions(
+        pattern=pattern,
+        tie_break=tie_break,
+        min_frequency=min_frequency,
+        num_threads=num_threads,
+        train_file=str(train_txt) if train_txt is not None else None,
+        progress=progress,
     )
+    return build_tokenizer(spec, train_docs, options)
+
+
+def _spec(kind, vocab_size: int | None = None):
+    """A TokenizerSpec from a SPEC string or spec, with ``vocab_size`` put in for trained kinds."""
+    spec = parse_spec(kind) if isinstance(kind, str) else kind
+    if vocab_size is not None:
+        if not spec.is_trained:
+            raise ValueError(f"--vocab-size applies to trained tokenizers (bpe, word), not {spec}")
+        spec = parse_spec(f"{spec.kind}:{vocab_size}")
+    return spec
 
 
 def _batches(docs: Sequence[str], batch_chars: int):
@@ -210,7 +222,7 @@ def encode_documents(
     from tqdm import tqdm
 
     eot = tokenizer.eot_id
-    unk = getattr(tokenizer, "unk_id", None)
+    unk = tokenizer.unk_id
     n_chars = sum(len(d) for d in docs)
     encode_s = write_s = 0.0
     doc_tokens = unk_count = 0
@@ -221,7 +233,7 @@ def encode_documents(
         for lo, hi in _batches(docs, batch_chars):
             t0 = time.perf_counter()
             flat, offsets = tokenizer.encode_batch_numpy(
-                list(docs[lo:hi]), num_threads=num_threads, allowed_special=set()
+                list(docs[lo:hi]), num_threads=num_threads, allowed_special=set(), disallowed_special=()
             )  # ordinary text: a literal "<|endoftext|>" inside a document stays text
             flat = np.asarray(flat)
             offsets = np.asarray(offsets, dtype=np.int64)
@@ -282,15 +294,18 @@ def _same_documents(path: Path, docs: Sequence[str]) -> bool:
     return path.is_file() and corpora.sha256_file(path) == want.hexdigest()
 
 
-def _check_split_unchanged(folder: Path, slug: str, corpus: Corpus) -> None:
+def _token_files(slug: str) -> set[str]:
+    return {f"{split}-{slug}.bin" for split in ("train", "valid")}
+
+
+def _check_split_unchanged(folder: Path, mine: set[str], corpus: Corpus) -> None:
     """Refuse to rewrite train.txt/valid.txt under the token files of another tokenizer.
 
     Those files were encoded from the split on disk; a different split (another --valid-fraction,
     an edited --train-file) would leave them encoding other documents than train.txt/valid.txt say,
-    and bits.py would measure that kind on text it may have trained on.
+    and bits.py would measure that tokenizer on text it may have trained on.
     """
-    mine = {f"train-{slug}.bin", f"valid-{slug}.bin"}
-    others = sorted(p for split in ("train", "valid") for p in folder.glob(f"{split}-*.bin") if p.name not in mine)
+    others = sorted(p for p in folder.glob("*.bin") if p.name not in mine and p.name.startswith(("train-", "valid-")))
     if not others:
         return
     for name, docs in (("train.txt", corpus.train), ("valid.txt", corpus.valid)):
@@ -303,7 +318,7 @@ def _check_split_unchanged(folder: Path, slug: str, corpus: Corpus) -> None:
 
 
 def prepare(
-    kind: str,
+    kind,
     corpus: Corpus,
     out: str | os.PathLike = "data",
     vocab_size: int | None = None,
@@ -311,26 +326,35 @@ def prepare(
     num_threads: int = 0,
     batch_chars: int = 1 << 22,
     progress: bool = True,
+    tie_break: str = "smallest_ids",
+    min_frequency: int = 1,
 ) -> dict:
-    """Write everything pretraining needs for ``corpus`` and tokenizer ``kind``.
+    """Write everything pretraining needs for ``corpus`` and the tokenizer SPEC ``kind``.
+
+    Args:
+        kind: a SPEC string or TokenizerSpec (``"bpe"``, ``"word:300"``, ``"byte"``,
+            ``"tiktoken:gpt2"``, ``"hf:PATH"``, ``"file:PATH"``).
+        vocab_size: overrides the SPEC's vocabulary size (trained kinds only).
+        pattern, tie_break, min_frequency: BPE training options.
 
     Returns:
         The statistics (also written to ``out/NAME/stats-SLUG.json``).
     """
+    spec = _spec(kind, vocab_size)
+    slug = spec.slug
     if not corpus.name or corpus.name in (".", "..") or "/" in corpus.name or os.sep in corpus.name:
         raise ValueError(f"corpus name {corpus.name!r} must be a plain folder name (no path separators)")
     folder = Path(out) / corpus.name
     folder.mkdir(parents=True, exist_ok=True)
-    if vocab_size is None:
-        vocab_size = DEFAULT_VOCAB[kind]
-    slug = f"{kind}-{vocab_size}"  # storygpt.tokenizers.spec: parse_spec(f"{kind}:{vocab_size}").slug
-    _check_split_unchanged(folder, slug, corpus)
+    _check_split_unchanged(folder, _token_files(slug), corpus)
     t0 = time.perf_counter()
     corpora.write_documents(folder / "train.txt", corpus.train)
     corpora.write_documents(folder / "valid.txt", corpus.valid)
     write_txt_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    tok = train_tokenizer(kind, corpus.train, vocab_size, pattern, num_threads, folder / "train.txt", progress)
+    tok = train_tokenizer(
+        spec, corpus.train, None, pattern, num_threads, folder / "train.txt", progress, tie_break, min_frequency
+    )
     train_s = time.perf_counter() - t0
     save_tokenizer(tok, folder / f"tokenizer-{slug}.json")
     splits = {}
@@ -348,10 +372,14 @@ def prepare(
         "corpus": corpus.name,
         "source": corpus.source,
         "notes": corpus.notes,
-        "kind": kind,
+        "kind": spec.kind,
+        "spec": str(spec),
+        "slug": slug,
         "vocab_size": int(tok.vocab_size),
-        "vocab_size_requested": int(vocab_size),
-        "pattern": pattern if kind == "bpe" else None,
+        "vocab_size_requested": spec.vocab_size,
+        "pattern": getattr(tok, "pattern", None) if spec.kind != "byte" else None,
+        "tie_break": tie_break if spec.kind == "bpe" else None,
+        "min_frequency": min_frequency if spec.kind == "bpe" else None,
         "fingerprint": tok.fingerprint(),
         "threads": num_threads or os.cpu_count(),
         "read_seconds": corpus.read_seconds,
@@ -359,10 +387,9 @@ def prepare(
         "train_seconds": train_s,
         "splits": splits,
         "demo": [demo(tok, DEMO_SENTENCE), demo(tok, UNSEEN_NAME)],
-        "files": sorted(p.name for p in folder.iterdir() if not p.name.endswith(".tmp")),
     }
     write_json(folder / f"stats-{slug}.json", stats)
-    stats["files"] = sorted(set(stats["files"]) | {f"stats-{slug}.json"})
+    stats["files"] = sorted(p.name for p in folder.iterdir() if not p.name.endswith(".tmp"))
     return stats
 
 
@@ -371,7 +398,7 @@ def format_report(stats: dict) -> str:
     lines = [
         f"corpus {stats['corpus']}: {stats['source']}",
         *[f"  {n}" for n in stats["notes"]],
-        f"tokenizer: {stats['kind']}, vocab_size {stats['vocab_size']:,}"
+        f"tokenizer: {stats.get('spec', stats['kind'])}, vocab_size {stats['vocab_size']:,}"
         + (f", pattern {stats['pattern']}" if stats["pattern"] else "")
         + f", fingerprint {stats['fingerprint'][:16]}",
         "",

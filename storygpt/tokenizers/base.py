@@ -11,7 +11,7 @@ import hashlib
 import operator
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -35,6 +35,51 @@ def as_int(value, what: str, error: type = TypeError) -> int:
         raise error(f"{what} must be an integer, got {value!r} ({type(value).__name__})") from None
 
 
+def resolve_special(allowed_special, disallowed_special, registered: Collection[str]) -> tuple[frozenset, frozenset]:
+    """tiktoken's rules for special tokens in text, the one parser every tokenizer uses.
+
+    Args:
+        allowed_special: ``"all"`` or a collection of registered special tokens that are
+            recognised in the text and encoded as their ids.
+        disallowed_special: ``"all"`` (every registered special token not allowed) or a
+            collection; finding one of them in the text is an error.  ``()`` lets every
+            special token that is not allowed be encoded as plain text.
+        registered: the tokenizer's special tokens.
+
+    Returns:
+        ``(allowed, disallowed)`` as frozensets of special-token strings.
+
+    Raises:
+        ValueError: an argument that is a string other than ``"all"``, or names a token
+            that is not a registered special token (named).
+    """
+    reg = frozenset(registered)
+    out = []
+    for name, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
+        if isinstance(value, str):
+            if value != "all":
+                raise ValueError(f"{name} must be 'all' or a set of special tokens, got {value!r}")
+            out.append(reg if name == "allowed_special" else reg - out[0])
+            continue
+        given = frozenset(value)
+        unknown = given - reg
+        if unknown:
+            raise ValueError(f"{name} names tokens that are not special tokens of this tokenizer: {sorted(unknown)}")
+        out.append(given)
+    return out[0], out[1]
+
+
+def check_no_special(text: str, disallowed: frozenset) -> None:
+    """Raise ValueError naming the first disallowed special token found in ``text`` (tiktoken's rule)."""
+    found = [(text.find(s), s) for s in disallowed if s in text]
+    if found:
+        token = min(found)[1]
+        raise ValueError(
+            f"text contains the special token {token!r}: pass allowed_special={{{token!r}}} (or 'all') to encode "
+            f"it as its id, or disallowed_special=() or encode_ordinary() to encode it as plain text"
+        )
+
+
 def check_texts(texts) -> None:
     """TypeError when a batch of texts is a single ``str``, ``bytes`` or ``None``."""
     if texts is None or isinstance(texts, (str, bytes, bytearray)):
@@ -49,36 +94,44 @@ class Tokenizer(ABC):
     :meth:`encode_iterable`, :meth:`to_dict` and :meth:`from_dict`.
     """
 
-    #: ``"bpe"`` or ``"word"``; also the ``"kind"`` key of the file.
+    #: ``"bpe"``, ``"word"``, ``"byte"``, ``"hf"`` or a registered kind; also the ``"kind"`` key of the file.
     kind: str = ""
 
     # ----------------------------------------------------------------- encoding
     @abstractmethod
-    def encode(self, text: str, allowed_special="all") -> list[int]:
-        """Encode ``text`` to token ids.
+    def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
+        """Encode ``text`` to token ids, with tiktoken's rules for special tokens.
 
         Args:
             text: any Python string.
-            allowed_special: ``"all"`` (default: every registered special token
-                found in the text becomes its id), or a set of special-token
-                strings to recognise (``set()``: all of them are plain text).
+            allowed_special: ``"all"`` or a set of special-token strings recognised in
+                the text and encoded as their ids (default: none).
+            disallowed_special: ``"all"`` (default: every special token not allowed) or
+                a set; one of them in the text raises ValueError.  ``()``: they are
+                plain text (as in :meth:`encode_ordinary`).
+
+        Raises:
+            ValueError: a disallowed special token in the text (named), or bad arguments
+                (:func:`resolve_special`).
         """
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` with special tokens treated as plain text."""
-        return self.encode(text, allowed_special=set())
+        return self.encode(text, allowed_special=frozenset(), disallowed_special=())
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all") -> list[list[int]]:
-        """Encode several texts; returns one id list per text (same order).
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
+    ) -> list[list[int]]:
+        """Encode several texts; returns one id list per text (same order); specials as :meth:`encode`.
 
         Raises:
             TypeError: ``texts`` is a single ``str`` (each character would become a text).
         """
         check_texts(texts)
-        return [self.encode(t, allowed_special=allowed_special) for t in texts]
+        return [self.encode(t, allowed_special, disallowed_special) for t in texts]
 
     def encode_batch_numpy(
-        self, texts: Sequence[str], num_threads: int = 0, allowed_special="all"
+        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
     ) -> tuple[np.ndarray, np.ndarray]:
         """Encode several texts into one flat array.
 
@@ -87,23 +140,29 @@ class Tokenizer(ABC):
             int64 of shape ``(len(texts) + 1,)``; text ``i`` is
             ``ids[offsets[i]:offsets[i + 1]]``.
         """
-        lists = self.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special)
+        lists = self.encode_batch(texts, num_threads, allowed_special, disallowed_special)
         offsets = np.zeros(len(lists) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(x) for x in lists], dtype=np.int64)
         ids = np.fromiter((t for x in lists for t in x), dtype=np.uint32, count=int(offsets[-1]))
         return ids, offsets
 
     def encode_iterable(
-        self, lines: Iterable[str], allowed_special="all", buffer_chars: int = 1 << 20
+        self,
+        lines: Iterable[str],
+        allowed_special=frozenset(),
+        buffer_chars: int = 1 << 20,
+        disallowed_special="all",
     ) -> Iterator[int]:
         """Lazily encode the concatenation of ``lines`` (e.g. an open text file).
 
         Text is buffered until about ``buffer_chars`` characters are held;
         everything before the last safe cut (:meth:`_safe_cut`, which each
         tokenizer defines) is encoded and the rest is held back.  Memory stays
-        bounded and the ids are exactly ``encode("".join(lines))``.
+        bounded and the ids are exactly ``encode("".join(lines), allowed_special,
+        disallowed_special)`` (a cut never splits an allowed or disallowed special token).
         """
-        cut_at = self._safe_cut_for(allowed_special)
+        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self.special_tokens)
+        cut_at = self._safe_cut_for(allowed | disallowed)
         base, threshold = buffer_chars, buffer_chars
         buf: list[str] = []
         held = 0
@@ -115,18 +174,19 @@ class Tokenizer(ABC):
             text = "".join(buf)
             cut = cut_at(text)
             if cut > 0:
-                yield from self.encode(text[:cut], allowed_special)
+                yield from self.encode(text[:cut], allowed, disallowed)
                 text = text[cut:]
             buf, held = [text], len(text)
             threshold = max(base, 2 * held)  # grows only while nothing can be cut: no quadratic rescans
         text = "".join(buf)
         if text:
-            yield from self.encode(text, allowed_special)
+            yield from self.encode(text, allowed, disallowed)
 
     @abstractmethod
-    def _safe_cut_for(self, allowed_special):
+    def _safe_cut_for(self, specials: frozenset):
         """A function ``text -> int``: the largest position where ``text`` may be cut
-        so that encoding both parts gives the ids of the whole (0: no such position)."""
+        so that encoding both parts gives the ids of the whole (0: no such position),
+        never inside one of ``specials``."""
 
     # ----------------------------------------------------------------- decoding
     @abstractmethod

@@ -22,6 +22,7 @@ Two merge rules exist (recorded as ``"merge_rule"`` in the file):
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -29,10 +30,14 @@ import regex
 
 from . import bpe_reference
 from . import io as _io
-from .base import EOT, Tokenizer, as_int, check_texts
+from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, resolve_special
 
 #: The largest vocabulary: the C++ encoder takes token ids in [0, 2**26).
 MAX_VOCAB_SIZE = 1 << 26
+
+#: Unused ids allowed below the largest id (OpenAI's cl100k_base leaves 20 between its
+#: special tokens); more would make the id tables grow with the largest id, not the tokens.
+MAX_ID_GAP = 1024
 
 MERGE_RULES = ("merges", "ranks")
 BACKENDS = ("cpp", "reference")
@@ -104,7 +109,7 @@ class BPETokenizer(Tokenizer):
         merges: ``(left_id, right_id, new_id)`` triples in rank order (rule
             ``"merges"``); ``None`` for rule ``"ranks"``.
         special_tokens: special-token string -> id (ids not used by ``vocab``).
-        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``).
+        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``, ``"o200k"``).
         merge_rule: ``"merges"`` or ``"ranks"`` (module docstring).
         backend: ``"cpp"`` (``storygpt._bpe.Encoder``) or ``"reference"`` (Python).
 
@@ -113,7 +118,8 @@ class BPETokenizer(Tokenizer):
 
     Raises:
         ValueError: inconsistent vocabulary, merges or special tokens (named),
-            unknown pattern, merge rule or backend.
+            unknown pattern, merge rule or backend; a largest id of :data:`MAX_ID_GAP`
+            or more beyond the number of tokens (named).
         ImportError: ``backend="cpp"`` without the built extension.
     """
 
@@ -181,6 +187,12 @@ class BPETokenizer(Tokenizer):
             enc_merges, enc_ranks = self._rank_merges()
 
         size = max(list(self._vocab) + list(self._special.values())) + 1
+        n_tokens = len(self._vocab) + len(self._special)
+        if size > n_tokens + MAX_ID_GAP:
+            raise ValueError(
+                f"token id {size - 1} is far beyond the {n_tokens:,} tokens: ids must be below the number of "
+                f"tokens + {MAX_ID_GAP:,} (unused ids cost memory in the encoder)"
+            )
         self._id_bytes: list[bytes | None] = [None] * size
         for i, b in self._vocab.items():
             self._id_bytes[i] = b
@@ -246,7 +258,8 @@ class BPETokenizer(Tokenizer):
                 list of file paths (read by the C++ trainer; each file is a
                 separate text, chunks never cross files).
             vocab_size: final vocabulary size: 256 bytes + merges + special
-                tokens (fewer merges are learned when the text runs out of pairs).
+                tokens (fewer merges are learned when the text runs out of pairs;
+                a ``UserWarning`` then gives the size reached).
             pattern: pre-tokenization pattern name.
             special_tokens: registered special tokens; they split the training
                 text, are never merged, and get the last ids.
@@ -303,9 +316,16 @@ class BPETokenizer(Tokenizer):
                 pairs = bpe_reference.train(
                     sep.join(texts), vocab_size + 1, pattern, special_bytes + [sep], min_frequency, tie_break
                 )
-        return cls.from_merges_ids(
+        tok = cls.from_merges_ids(
             [tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend
         )
+        if tok.vocab_size < vocab_size:
+            warnings.warn(
+                f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(pairs):,} merges), short of the "
+                f"{vocab_size:,} asked: the text ran out of pairs occurring at least min_frequency={min_frequency} times",
+                stacklevel=2,
+            )
+        return tok
 
     @classmethod
     def from_merges_ids(
@@ -367,23 +387,50 @@ class BPETokenizer(Tokenizer):
             merges: ``(left bytes, right bytes)`` pairs; ``left + right`` must be in ``vocab``.
             special_tokens: dict str -> id (kept), or a sequence (ids after the largest id).
 
+            A special token whose bytes are already a token of ``vocab`` keeps that id.
+
         Raises:
-            ValueError: a merge whose parts or result is not in ``vocab`` (named).
+            ValueError: a merge whose parts or result is not in ``vocab`` (named); two
+                merges that make the same token (both named).
         """
+        vocab = {int(i): bytes(b) for i, b in vocab.items()}
         by_bytes: dict[bytes, int] = {}
         for i, b in vocab.items():
-            if bytes(b) in by_bytes:
-                raise ValueError(f"token {bytes(b)!r} appears twice (ids {by_bytes[bytes(b)]} and {i})")
-            by_bytes[bytes(b)] = int(i)
+            if b in by_bytes:
+                raise ValueError(f"token {b!r} appears twice (ids {by_bytes[b]} and {i})")
+            by_bytes[b] = i
+        # A special token already in the vocabulary keeps its id (it is not given a second one).
+        if isinstance(special_tokens, Mapping):
+            specials = {str(k): int(v) for k, v in special_tokens.items()}
+        else:
+            specials = {}
+            next_id = max(by_bytes.values()) + 1
+            for s in _special_dict(special_tokens, 0):
+                if s.encode("utf-8") in by_bytes:
+                    specials[s] = by_bytes[s.encode("utf-8")]
+                else:
+                    specials[s] = next_id
+                    next_id += 1
+        for s, i in specials.items():
+            if vocab.get(i) == s.encode("utf-8"):
+                del vocab[i], by_bytes[s.encode("utf-8")]
         triples = []
+        made: dict[int, int] = {}
         for k, (a, b) in enumerate(merges):
             a, b = bytes(a), bytes(b)
             for t in (a, b, a + b):
                 if t not in by_bytes:
                     raise ValueError(f"merge {k} ({a!r}, {b!r}): token {t!r} is not in the vocabulary")
-            triples.append((by_bytes[a], by_bytes[b], by_bytes[a + b]))
-        specials = _special_dict(special_tokens, max(by_bytes.values()) + 1)
-        return cls(dict(vocab), triples, specials, pattern, "merges", backend)
+            new = by_bytes[a + b]
+            if new in made:
+                j = made[new]
+                raise ValueError(
+                    f"merges {j} ({merges[j][0]!r}, {merges[j][1]!r}) and {k} ({a!r}, {b!r}) both make token {new} "
+                    f"({a + b!r}): each token must be made by one merge"
+                )
+            made[new] = k
+            triples.append((by_bytes[a], by_bytes[b], new))
+        return cls(vocab, triples, specials, pattern, "merges", backend)
 
     @classmethod
     def from_ranks(
@@ -406,106 +453,45 @@ class BPETokenizer(Tokenizer):
         special_tokens: Mapping[str, int] | Sequence[str] | None = None,
         backend: str = "cpp",
     ) -> BPETokenizer:
-        """OpenAI's vocabularies, read through ``tiktoken``'s own loader and cache.
+        """OpenAI's vocabularies (``"gpt2"``, ``"cl100k_base"``, ``"o200k_base"``, or a ``.tiktoken``
+        file); see :func:`storygpt.tokenizers.interop.from_tiktoken`."""
+        from . import interop
 
-        Args:
-            name_or_path: an encoding name known to tiktoken (``"gpt2"``,
-                ``"r50k_base"``, ``"p50k_base"``, ``"cl100k_base"``), read with
-                ``tiktoken.get_encoding`` (honours ``TIKTOKEN_CACHE_DIR``; it
-                downloads only if the cache lacks the file), or the path of a
-                ``.tiktoken`` rank file (read with ``tiktoken.load.load_tiktoken_bpe``).
-            pattern: for a name, taken from the encoding (must be one of ours);
-                for a path, default ``"gpt2"``.
-            special_tokens: for a name, the encoding's; for a path, default
-                ``{"<|endoftext|>": number of ranks}``.
-
-        Raises:
-            ImportError: tiktoken is not installed.
-            ValueError: the encoding's split pattern is not one storygpt implements.
-            FileNotFoundError: a path that does not exist.
-        """
-        try:
-            import tiktoken
-            import tiktoken.load
-        except ImportError as e:
-            raise ImportError(
-                "BPETokenizer.from_tiktoken needs the optional package tiktoken (pip install tiktoken)"
-            ) from e
-        s = os.fspath(name_or_path)
-        is_path = os.sep in s or s.endswith(".tiktoken") or os.path.exists(s)
-        if is_path:
-            if not os.path.isfile(s):
-                raise FileNotFoundError(f"tiktoken rank file not found: {s}")
-            ranks = tiktoken.load.load_tiktoken_bpe(s)
-            pat = pattern or "gpt2"
-            specials = special_tokens if special_tokens is not None else {EOT: len(ranks)}
-        else:
-            enc = tiktoken.get_encoding(s)
-            ranks = enc._mergeable_ranks
-            specials = special_tokens if special_tokens is not None else dict(enc._special_tokens)
-            pat = pattern
-            if pat is None:
-                names = [n for n, p in bpe_reference.PATTERNS.items() if p == enc._pat_str]
-                if not names:
-                    raise ValueError(
-                        f"tiktoken encoding {s!r} uses a split pattern storygpt does not implement: {enc._pat_str!r}"
-                    )
-                pat = names[0]
-        return cls.from_ranks(ranks, specials, pat, backend)
+        return interop.from_tiktoken(name_or_path, pattern, special_tokens, backend)
 
     @classmethod
     def from_gpt2_files(
         cls, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, pattern: str = "gpt2", backend: str = "cpp"
     ) -> BPETokenizer:
-        """GPT-2's original ``encoder.json`` (token -> id) and ``vocab.bpe`` (merges), from local paths.
+        """GPT-2's ``encoder.json`` and ``vocab.bpe``; see :func:`storygpt.tokenizers.interop.from_gpt2_files`."""
+        from . import interop
 
-        Both files write bytes through GPT-2's reversible byte <-> printable
-        unicode table (:func:`gpt2_bytes_to_unicode`); tokens are mapped back to
-        raw bytes here.  Ids come from ``encoder.json`` (so byte ids differ from
-        byte values); merge ranks are the line order of ``vocab.bpe``; tokens of
-        ``encoder.json`` that are not byte strings reachable by merges and look
-        like ``<|...|>`` (``<|endoftext|>``) become special tokens.
+        return interop.from_gpt2_files(encoder_json, vocab_bpe, pattern, backend)
 
-        Raises:
-            FileNotFoundError: a missing file (named).
-            ValueError: malformed content (file named).
-        """
-        import json
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike, backend: str = "cpp") -> BPETokenizer:
+        """A byte-level BPE Hugging Face ``tokenizer.json``; see :func:`storygpt.tokenizers.interop.from_hf`."""
+        from . import interop
 
-        dec = {c: b for b, c in gpt2_bytes_to_unicode().items()}
+        return interop.from_hf(path, backend)
 
-        def to_bytes(tok: str, where: str) -> bytes:
-            try:
-                return bytes(dec[c] for c in tok)
-            except KeyError as e:
-                raise ValueError(f"{where}: token {tok!r} has a character outside GPT-2's byte table") from e
+    def save_hf(self, path: str | os.PathLike) -> None:
+        """Write a Hugging Face ``tokenizer.json``; see :func:`storygpt.tokenizers.interop.save_hf`."""
+        from . import interop
 
-        for p in (encoder_json, vocab_bpe):
-            if not os.path.isfile(p):
-                raise FileNotFoundError(f"GPT-2 vocabulary file not found: {p}")
-        with open(encoder_json, encoding="utf-8") as f:
-            try:
-                encoder = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{encoder_json}: not valid JSON: {e}") from e
-        vocab: dict[int, bytes] = {}
-        specials: dict[str, int] = {}
-        for tok, i in encoder.items():
-            if tok.startswith("<|") and tok.endswith("|>"):
-                specials[tok] = int(i)
-            else:
-                vocab[int(i)] = to_bytes(tok, str(encoder_json))
-        merges = []
-        with open(vocab_bpe, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line or line.startswith("#version"):
-                    continue
-                parts = line.split(" ")
-                if len(parts) != 2:
-                    raise ValueError(f"{vocab_bpe}:{n}: expected two tokens separated by a space, got {line!r}")
-                merges.append((to_bytes(parts[0], str(vocab_bpe)), to_bytes(parts[1], str(vocab_bpe))))
-        return cls.from_vocab(vocab, merges, specials, pattern, backend)
+        interop.save_hf(self, path)
+
+    def to_tiktoken(self, name: str | None = None):
+        """A ``tiktoken.Encoding`` with the same ids; see :func:`storygpt.tokenizers.interop.to_tiktoken`."""
+        from . import interop
+
+        return interop.to_tiktoken(self, name)
+
+    def save_tiktoken(self, path: str | os.PathLike) -> None:
+        """Write a ``.tiktoken`` rank file; see :func:`storygpt.tokenizers.interop.save_tiktoken`."""
+        from . import interop
+
+        interop.save_tiktoken(self, path)
 
     # ------------------------------------------------------------- properties
     @property
@@ -555,29 +541,17 @@ class BPETokenizer(Tokenizer):
         return self.token_bytes(token_id).decode("utf-8", errors="backslashreplace")
 
     # ---------------------------------------------------------------- encode
-    def _special_rx(self, allowed: frozenset | None):
+    def _special_rx(self, allowed: frozenset):
+        """``(compiled alternation of the allowed special tokens or None, longest length)``, cached."""
         cache = self.__dict__.setdefault("_rx_cache", {})
         if allowed not in cache:
-            cache[allowed] = self._compile_special_rx(allowed)
+            names = sorted(allowed, key=lambda s: (-len(s), s))  # longest first: the longest match wins
+            cache[allowed] = (
+                (regex.compile("|".join(regex.escape(s) for s in names)), max(len(s) for s in names))
+                if names
+                else (None, 0)
+            )
         return cache[allowed]
-
-    def _compile_special_rx(self, allowed: frozenset | None):
-        names = list(self._special) if allowed is None else [s for s in self._special if s in allowed]
-        if not names:
-            return None, 0
-        names.sort(key=lambda s: (-len(s), s))  # longest first: the longest match wins
-        return regex.compile("|".join(regex.escape(s) for s in names)), max(len(s) for s in names)
-
-    def _resolve_allowed(self, allowed_special):
-        if allowed_special == "all":
-            return self._special_rx(None)
-        if isinstance(allowed_special, str):
-            raise ValueError(f"allowed_special must be 'all' or a set of strings, got {allowed_special!r}")
-        allowed = frozenset(allowed_special)
-        unknown = allowed - set(self._special)
-        if unknown:
-            raise ValueError(f"allowed_special names tokens that are not registered special tokens: {sorted(unknown)}")
-        return self._special_rx(allowed)
 
     def _split(self, text: str, rx) -> list[str | int]:
         """Plain pieces (str, non-empty) and special-token ids (int), in order."""
@@ -598,26 +572,30 @@ class BPETokenizer(Tokenizer):
         ids = self._encoder.encode(data)
         return ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
 
-    def encode(self, text: str, allowed_special="all") -> list[int]:
-        """Encode ``text`` to ids.
+    def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
+        """Encode ``text`` to ids (tiktoken's rules for special tokens).
 
-        Registered special tokens found in ``text`` become their ids (longest
-        match first) when allowed; they are never merged with neighbours.  Lone
-        surrogates become U+FFFD.
+        Allowed special tokens found in ``text`` become their ids (longest match
+        first); they are never merged with neighbours.  Lone surrogates become U+FFFD.
 
         Args:
             text: any string.
-            allowed_special: ``"all"`` or a set of special-token strings to
-                recognise (``set()``: plain text, same as :meth:`encode_ordinary`).
+            allowed_special: ``"all"`` or a set of special-token strings to recognise
+                (default: none).
+            disallowed_special: ``"all"`` (default: the special tokens not allowed) or a
+                set: finding one in ``text`` raises ValueError; ``()``: plain text.
 
         Returns:
             list of int ids in ``range(vocab_size)``.
 
         Raises:
-            ValueError: ``allowed_special`` names an unregistered token.
+            ValueError: a disallowed special token in ``text`` (named); an argument
+                that names an unregistered token.
         """
         text = _clean_text(text)
-        rx, _ = self._resolve_allowed(allowed_special)
+        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
+        check_no_special(text, disallowed)
+        rx, _ = self._special_rx(allowed)
         out: list[int] = []
         for piece in self._split(text, rx):
             if isinstance(piece, int):
@@ -639,16 +617,25 @@ class BPETokenizer(Tokenizer):
             return [flat[offsets[i] : offsets[i + 1]] for i in range(len(pieces))]
         return [np.asarray(self._encoder.encode(p), dtype=np.uint32) for p in pieces]
 
-    def encode_batch_numpy(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all"):
-        """Encode many texts at once (C++: one multi-threaded call).
+    def encode_batch_numpy(
+        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
+    ):
+        """Encode many texts at once (C++: one multi-threaded call); specials as :meth:`encode`.
 
         Returns:
             ``(ids, offsets)``: uint32 ids of all texts concatenated, int64
             offsets of shape ``(len(texts) + 1,)``.
+
+        Raises:
+            ValueError: a disallowed special token in a text (named).
         """
         check_texts(texts)
-        rx, _ = self._resolve_allowed(allowed_special)
-        split = [self._split(_clean_text(t), rx) for t in texts]
+        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
+        rx, _ = self._special_rx(allowed)
+        clean = [_clean_text(t) for t in texts]
+        for t in clean:
+            check_no_special(t, disallowed)
+        split = [self._split(t, rx) for t in clean]
         plain = [p.encode("utf-8") for parts in split for p in parts if isinstance(p, str)]
         encoded = iter(self._encode_many(plain, num_threads))
         arrays: list[np.ndarray] = []
@@ -663,13 +650,15 @@ class BPETokenizer(Tokenizer):
         ids = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(0, dtype=np.uint32)
         return ids, offsets
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int = 0, allowed_special="all") -> list[list[int]]:
-        """Encode many texts; one list of ids per text."""
-        ids, offsets = self.encode_batch_numpy(texts, num_threads, allowed_special)
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
+    ) -> list[list[int]]:
+        """Encode many texts; one list of ids per text; specials as :meth:`encode`."""
+        ids, offsets = self.encode_batch_numpy(texts, num_threads, allowed_special, disallowed_special)
         ids = ids.tolist()
         return [ids[offsets[i] : offsets[i + 1]] for i in range(len(texts))]
 
-    def _safe_cut_for(self, allowed_special):
+    def _safe_cut_for(self, specials: frozenset):
         """Where :meth:`encode_iterable` may cut its buffer.
 
         A safe cut is a position right after a letter or digit
@@ -685,7 +674,7 @@ class BPETokenizer(Tokenizer):
         """
         # Lone surrogates are not cleaned before cutting: one at the end may pair with the
         # next line's (encode() cleans each part; a safe cut never falls between two surrogates).
-        rx, maxlen = self._resolve_allowed(allowed_special)
+        rx, maxlen = self._special_rx(frozenset(specials))
         return lambda text: self._safe_cut(text, rx, maxlen)
 
     @staticmethod
@@ -812,6 +801,25 @@ class BPETokenizer(Tokenizer):
             f"BPETokenizer(vocab_size={self.vocab_size}, pattern={self.pattern!r}, "
             f"merge_rule={self.merge_rule!r}, specials={list(self._special)}, backend={self.backend!r})"
         )
+
+
+class ByteTokenizer(BPETokenizer):
+    """The 256 bytes and no merges: byte ``b`` is id ``b``, ``<|endoftext|>`` is id 256.
+
+    What the SPEC ``byte`` builds: every UTF-8 byte of the text is one token (a baseline
+    with the smallest vocabulary and the longest sequences).  Stored as a ``"bpe"``
+    tokenizer without merges, so its files and checkpoints load as a
+    :class:`BPETokenizer` with the same ids.
+
+    Args:
+        backend: ``"cpp"`` or ``"reference"``.
+    """
+
+    def __init__(self, backend: str = "cpp"):
+        super().__init__({b: bytes([b]) for b in range(256)}, [], {EOT: 256}, "simple", "merges", backend)
+
+    def __repr__(self) -> str:
+        return f"ByteTokenizer(vocab_size={self.vocab_size}, backend={self.backend!r})"
 
 
 def gpt2_bytes_to_unicode() -> dict[int, str]:

@@ -16,7 +16,7 @@ Conventions shared with the C++ core
   form where each byte and each merge has an arbitrary id.)
 * Pre-tokenization splits the input into *chunks*; merges never cross a chunk
   boundary.  Three named patterns exist, see :data:`PATTERNS`.
-* Invalid UTF-8 (``"gpt2"`` and ``"gpt4"`` patterns): the bytes are decoded
+* Invalid UTF-8 (``"gpt2"``, ``"gpt4"`` and ``"o200k"`` patterns): the bytes are decoded
   with Python's ``surrogateescape`` error handler, so every byte that is not
   part of a well-formed UTF-8 sequence becomes the lone surrogate
   ``U+DC00 + byte``.  Such a code point is neither a letter (``\\p{L}``), a
@@ -53,10 +53,25 @@ import regex
 #: * ``"gpt4"``: the ``cl100k_base`` pattern used by GPT-4 (case-insensitive
 #:   contractions, numbers in groups of at most three digits, new lines kept
 #:   apart from other punctuation).
+#: * ``"o200k"``: the ``o200k_base`` pattern used by GPT-4o: letters split by
+#:   case (an upper-case run then a lower-case run, so ``"HelloWorld"`` is two
+#:   chunks), marks (``\\p{M}``) joined to letters, contractions attached to the
+#:   word before them, ``/`` kept with a new line after punctuation.
 PATTERNS: dict[str, str | bytes] = {
     "simple": rb"[ ]?[A-Za-z0-9\x80-\xff]+|[ ]?[^A-Za-z0-9\x80-\xff\t\n\x0b\x0c\r ]+|[\t\n\x0b\x0c\r ]+",
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
     "gpt4": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    "o200k": "|".join(
+        [
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
 }
 
 TIE_BREAKS = ("smallest_ids", "largest_bytes")

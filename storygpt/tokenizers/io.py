@@ -2,7 +2,7 @@
 
 Every tokenizer is stored as one UTF-8 JSON file (see ``docs/tokenizers.md``)::
 
-    {"format": "storygpt-tokenizer", "version": 1, "kind": "bpe" | "word", ...}
+    {"format": "storygpt-tokenizer", "version": 1, "kind": "bpe" | "word" | "hf" | ..., ...}
 
 Token byte strings are written so that a person can read them and no byte is
 ever lost (:func:`token_to_json` / :func:`token_from_json`):
@@ -142,11 +142,23 @@ def check_header(d: Any, source: str = "tokenizer dict") -> str:
     return kind
 
 
+_FILE_KINDS: dict[str, type] = {}
+
+
+def register_file_kind(kind: str, cls: type) -> None:
+    """Make files and dicts whose ``"kind"`` is ``kind`` load through ``cls.from_dict``
+    (called by :func:`storygpt.tokenizers.spec.register_kind` for classes)."""
+    _FILE_KINDS[kind] = cls
+
+
 def _kinds() -> dict:
     from .bpe import BPETokenizer
+    from .hf import HFTokenizer
+    from .spec import kinds
     from .word import WordTokenizer
 
-    return {"bpe": BPETokenizer, "word": WordTokenizer}
+    kinds()  # plug-ins named by STORYGPT_TOKENIZER_PLUGINS register their classes
+    return {"bpe": BPETokenizer, "word": WordTokenizer, "hf": HFTokenizer, **_FILE_KINDS}
 
 
 def from_dict(d: dict, source: str = "tokenizer dict", **kwargs):
@@ -198,7 +210,8 @@ def load(path: str | os.PathLike, **kwargs):
         **kwargs: passed on to the class (e.g. ``backend="reference"`` for BPE).
 
     Returns:
-        A :class:`~storygpt.tokenizers.BPETokenizer` or :class:`~storygpt.tokenizers.WordTokenizer`.
+        A :class:`~storygpt.tokenizers.BPETokenizer`, :class:`~storygpt.tokenizers.WordTokenizer`,
+        :class:`~storygpt.tokenizers.HFTokenizer` or a registered kind's class.
 
     Raises:
         FileNotFoundError: missing file.

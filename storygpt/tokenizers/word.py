@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import regex
 
 from . import io as _io
-from .base import EOT, Tokenizer, as_int
+from .base import EOT, Tokenizer, as_int, check_no_special, resolve_special
 from .bpe import _clean_text
 
 PAD = "<pad>"
@@ -165,26 +165,35 @@ class WordTokenizer(Tokenizer):
 
     # -------------------------------------------------------------- encode
     @staticmethod
-    def split(text: str, allowed_special="all") -> list[str]:
-        """The token strings of ``text`` before vocabulary lookup."""
-        rx = _RX_SPECIAL if _allow_eot(allowed_special) else _RX_PLAIN
+    def split(text: str, allowed_special=frozenset()) -> list[str]:
+        """The token strings of ``text`` before vocabulary lookup (``<|endoftext|>`` kept
+        whole when ``allowed_special`` is ``"all"`` or holds it)."""
+        allowed, _ = resolve_special(allowed_special, (), SPECIALS)
+        rx = _RX_SPECIAL if EOT in allowed else _RX_PLAIN
         return rx.findall(_clean_text(text))
 
-    def encode(self, text: str, allowed_special="all") -> list[int]:
+    def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
         """Encode ``text``; out-of-vocabulary tokens become ``unk_id``.
 
-        Args:
-            allowed_special: ``"all"`` or a set containing ``"<|endoftext|>"``
-                to recognise it; ``set()`` splits it like ordinary text.
+        Special tokens follow tiktoken's rules (:meth:`Tokenizer.encode`); of the three,
+        only ``<|endoftext|>`` is ever recognised in text (``<pad>`` and ``<unk>`` are
+        split like punctuation and letters), so it is the only one that can be found
+        there and refused.
+
+        Raises:
+            ValueError: ``<|endoftext|>`` in ``text`` while it is disallowed.
         """
+        allowed, disallowed = resolve_special(allowed_special, disallowed_special, SPECIALS)
+        text = _clean_text(text)
+        check_no_special(text, disallowed & {EOT})
         unk = self._ids[UNK]
         get = self._ids.get
-        if _allow_eot(allowed_special):
+        if EOT in allowed:
             eot = self._ids[EOT]
-            return [eot if m == EOT else get(m, unk) for m in self.split(text, allowed_special)]
-        return [get(m, unk) for m in self.split(text, allowed_special)]
+            return [eot if m == EOT else get(m, unk) for m in _RX_SPECIAL.findall(text)]
+        return [get(m, unk) for m in _RX_PLAIN.findall(text)]
 
-    def _safe_cut_for(self, allowed_special):
+    def _safe_cut_for(self, specials):
         """Tokens never contain white space, so the buffer is cut after its last white-space character."""
 
         def cut(text: str) -> int:
@@ -195,7 +204,7 @@ class WordTokenizer(Tokenizer):
 
     def unknown_rate(self, text: str) -> float:
         """Fraction of the tokens of ``text`` that are ``<unk>`` (0.0 for empty text)."""
-        ids = self.encode(text)
+        ids = self.encode(text, "all")
         return ids.count(self._ids[UNK]) / len(ids) if ids else 0.0
 
     # -------------------------------------------------------------- decode
@@ -270,14 +279,3 @@ class WordTokenizer(Tokenizer):
 
     def __repr__(self) -> str:
         return f"WordTokenizer(vocab_size={self.vocab_size})"
-
-
-def _allow_eot(allowed_special) -> bool:
-    if allowed_special == "all":
-        return True
-    if isinstance(allowed_special, str):
-        raise ValueError(f"allowed_special must be 'all' or a set of strings, got {allowed_special!r}")
-    unknown = set(allowed_special) - set(SPECIALS)
-    if unknown:
-        raise ValueError(f"allowed_special names tokens that are not special tokens here: {sorted(unknown)}")
-    return EOT in allowed_special

@@ -1,0 +1,223 @@
+"""Any Hugging Face ``tokenizer.json`` (BPE, WordPiece, Unigram, ...) behind storygpt's interface.
+
+:class:`HFTokenizer` runs the Hugging Face ``tokenizers`` library (an optional package)
+and keeps the whole ``tokenizer.json`` in its storygpt file (``"kind": "hf"``), so a
+checkpoint carries it and loads on a machine without the original file.  It is what
+the SPEC ``hf:PATH`` builds.  (To turn a byte-level BPE ``tokenizer.json`` into
+storygpt's own C++ BPE instead, see :func:`storygpt.tokenizers.interop.from_hf`.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import regex
+
+from . import io as _io
+from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, resolve_special
+from .bpe import _clean_text
+from .interop import _require, read_hf_json
+
+#: Names tried, in order, for the padding token.
+PAD_NAMES = ("<pad>", "[PAD]", "<|pad|>")
+
+
+def _unk_token(model: dict) -> str | None:
+    """The unknown token of a tokenizer.json model (BPE/WordPiece/WordLevel ``unk_token``,
+    Unigram ``unk_id`` into its vocabulary), or None."""
+    if model.get("type") == "Unigram":
+        i = model.get("unk_id")
+        return model["vocab"][i][0] if isinstance(i, int) else None
+    return model.get("unk_token") or None
+
+
+class HFTokenizer(Tokenizer):
+    """A Hugging Face ``tokenizers.Tokenizer`` as a storygpt tokenizer.
+
+    Encoding never adds the post-processor's tokens (``add_special_tokens=False``: no
+    ``[CLS]``/``[SEP]``); special tokens in text follow tiktoken's rules (the
+    tokenizer.json's added tokens marked ``special`` are storygpt's special tokens).
+    A tokenizer.json without ``<|endoftext|>`` gets it as one more added special token
+    at the next free id (data.py puts it between documents).  Decoding is the
+    library's ``decode(ids, skip_special_tokens=False)``: lossy when the tokenizer
+    normalizes (lower-cases, strips accents) or maps text to its unknown token, which
+    bits.py reports as round-trip failures and unknown share.
+
+    Args:
+        tokenizer_json: the ``tokenizer.json`` content as a dict.
+
+    Raises:
+        ImportError: the ``tokenizers`` package is missing.
+        ValueError: a tokenizer.json the library refuses (its message).
+    """
+
+    kind = "hf"
+
+    def __init__(self, tokenizer_json: dict):
+        tokenizers = _require("tokenizers", "an hf: tokenizer")
+        try:
+            hf = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json))
+        except Exception as e:  # the library raises plain Exception
+            raise ValueError(f"the tokenizers library cannot read this tokenizer.json: {e}") from None
+        if hf.token_to_id(EOT) is None:
+            hf.add_special_tokens([tokenizers.AddedToken(EOT, special=True, normalized=False)])
+            tokenizer_json = json.loads(hf.to_str())
+        hf.encode_special_tokens = True  # storygpt splits out the allowed specials itself
+        self._hf = hf
+        self._json = tokenizer_json
+        self._special = {
+            t["content"]: t["id"] for t in tokenizer_json.get("added_tokens") or [] if t.get("special", False)
+        }
+        self._special[EOT] = hf.token_to_id(EOT)
+        unk = _unk_token(tokenizer_json.get("model") or {})
+        self._unk = hf.token_to_id(unk) if unk is not None else None
+        self._pad = next((hf.token_to_id(p) for p in PAD_NAMES if hf.token_to_id(p) is not None), None)
+        self._vocab_size = hf.get_vocab_size(with_added_tokens=True)
+        too_big = [i for i in self._special.values() if i >= self._vocab_size]
+        if too_big:
+            raise ValueError(f"special token id {too_big[0]} is not below the vocabulary size {self._vocab_size}")
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> HFTokenizer:
+        """Read a ``tokenizer.json`` file.
+
+        Raises:
+            FileNotFoundError, InteropError (corrupt JSON), ValueError (refused by the
+            library); every message names the file.
+        """
+        d = read_hf_json(path)
+        try:
+            return cls(d)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    @classmethod
+    def from_spec(cls, arg, train_docs, options) -> HFTokenizer:
+        """``hf:PATH`` (see :func:`storygpt.tokenizers.spec.register_kind`)."""
+        return cls.from_file(arg)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special)
+
+    @property
+    def pad_id(self) -> int | None:
+        return self._pad
+
+    @property
+    def eot_id(self) -> int:
+        return self._special[EOT]
+
+    @property
+    def unk_id(self) -> int | None:
+        return self._unk
+
+    @property
+    def model_type(self) -> str:
+        """The tokenizer.json model type (``"BPE"``, ``"WordPiece"``, ``"Unigram"``, ...)."""
+        return str((self._json.get("model") or {}).get("type"))
+
+    def id_to_token(self, token_id: int) -> str:
+        t = as_int(token_id, "token id", ValueError)
+        s = self._hf.id_to_token(t) if 0 <= t < self._vocab_size else None
+        if s is None:
+            raise ValueError(f"unknown token id {t} (vocab_size {self._vocab_size})")
+        return s
+
+    # ---------------------------------------------------------------------- encode
+    def _pieces(self, text: str, allowed: frozenset) -> list[str | int]:
+        """Text pieces (str) and allowed special-token ids (int), in order."""
+        if not allowed:
+            return [text] if text else []
+        rx = regex.compile("|".join(regex.escape(s) for s in sorted(allowed, key=lambda s: (-len(s), s))))
+        out: list[str | int] = []
+        pos = 0
+        for m in rx.finditer(text):
+            if m.start() > pos:
+                out.append(text[pos : m.start()])
+            out.append(self._special[m.group()])
+            pos = m.end()
+        if pos < len(text):
+            out.append(text[pos:])
+        return out
+
+    def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
+        """Encode with the library (no post-processor tokens); specials as :meth:`Tokenizer.encode`."""
+        return self.encode_batch([text], 0, allowed_special, disallowed_special)[0]
+
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
+    ) -> list[list[int]]:
+        """Encode several texts (the library's own parallel batch; ``num_threads`` is not used)."""
+        check_texts(texts)
+        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
+        split = []
+        for t in texts:
+            t = _clean_text(t)  # lone surrogates -> U+FFFD; TypeError for non-str
+            check_no_special(t, disallowed)
+            split.append(self._pieces(t, allowed))
+        plain = [p for parts in split for p in parts if isinstance(p, str)]
+        encoded = iter([e.ids for e in self._hf.encode_batch(plain, add_special_tokens=False)] if plain else [])
+        out = []
+        for parts in split:
+            ids: list[int] = []
+            for p in parts:
+                if isinstance(p, int):
+                    ids.append(p)
+                else:
+                    ids.extend(next(encoded))
+            out.append(ids)
+        return out
+
+    def _safe_cut_for(self, specials):
+        """Never cut: normalizers and pre-tokenizers of a tokenizer.json may look at the
+        start of the text (Metaspace), so :meth:`encode_iterable` holds the whole text."""
+        return lambda text: 0
+
+    # ---------------------------------------------------------------------- decode
+    def decode(self, ids: Iterable[int]) -> str:
+        """The library's decode, special tokens kept.
+
+        Raises:
+            ValueError: an unknown id (named).
+        """
+        ids = [as_int(i, "token id", ValueError) for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)]
+        bad = [i for i in ids if not 0 <= i < self._vocab_size]
+        if bad:
+            raise ValueError(f"unknown token id {bad[0]} (vocab_size {self._vocab_size})")
+        return self._hf.decode(ids, skip_special_tokens=False)
+
+    # --------------------------------------------------------------------- storage
+    def to_dict(self) -> dict:
+        return {
+            "format": _io.FORMAT_NAME,
+            "version": _io.FORMAT_VERSION,
+            "kind": "hf",
+            "model_type": self.model_type,
+            "tokenizer_json": self._json,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict, **kwargs) -> HFTokenizer:
+        """Rebuild from :meth:`to_dict` output (extra keyword arguments are ignored).
+
+        Raises:
+            TokenizerFileError: wrong header; ValueError: a tokenizer.json the library refuses.
+        """
+        kind = _io.check_header(d)
+        if kind != "hf":
+            raise _io.TokenizerFileError(f"expected an 'hf' tokenizer, got {kind!r}")
+        if not isinstance(d.get("tokenizer_json"), dict):
+            raise ValueError("tokenizer_json must be the tokenizer.json object")
+        return cls(d["tokenizer_json"])
+
+    def __repr__(self) -> str:
+        return f"HFTokenizer(model={self.model_type}, vocab_size={self.vocab_size})"

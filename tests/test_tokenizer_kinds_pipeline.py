@@ -1,0 +1,188 @@
+"""Every tokenizer kind through the tools: data.py --tokenizer SPEC -> checkpoint -> bits.py, sample.py.
+
+Kinds: bpe, word, byte, tiktoken:gpt2 (needs tiktoken and ../shared/tiktoken_cache), hf:PATH (a
+WordPiece and a Unigram tokenizer.json trained here with Hugging Face ``tokenizers``), file:PATH.
+The checkpoint carries the whole tokenizer: it still loads after the original file is deleted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from storygpt.tokenizers import from_dict, load, parse_spec
+
+REPO = Path(__file__).resolve().parents[1]
+TIKTOKEN_CACHE = REPO.parent / "shared" / "tiktoken_cache"
+sys.path.insert(0, str(REPO))
+
+WORDS = "the cat sat on a mat and a dog ran to the old tree where children played all day long".split()
+
+
+def tool(name):
+    spec = importlib.util.spec_from_file_location(name.replace(".py", "_cli"), REPO / name)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tiny_corpus(path: Path) -> Path:
+    import random
+
+    rng = random.Random(0)
+    docs = []
+    for d in range(12):
+        sents = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 10))).capitalize() + "." for _ in range(20)]
+        docs.append(f"Story {d}: " + " ".join(sents) + "\nThe end, Zorblax said.")
+    path.write_text("\n<|endoftext|>\n".join(docs) + "\n", encoding="utf-8")
+    return path
+
+
+def hf_files(tmp: Path, corpus: Path) -> dict[str, Path]:
+    """A WordPiece (BERT-style, lower-casing) and a Unigram (Metaspace) tokenizer.json."""
+    tokenizers = pytest.importorskip("tokenizers", reason="Hugging Face tokenizers not installed (pip install .[test])")
+    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+    text = corpus.read_text(encoding="utf-8").split("\n<|endoftext|>\n")
+    wp = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wp.normalizer = normalizers.BertNormalizer(lowercase=True)
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    wp.decoder = decoders.WordPiece()
+    wp.train_from_iterator(text, trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[UNK]", "[PAD]"]))
+    uni = tokenizers.Tokenizer(models.Unigram())
+    uni.pre_tokenizer = pre_tokenizers.Metaspace()
+    uni.decoder = decoders.Metaspace()
+    uni.train_from_iterator(
+        text, trainers.UnigramTrainer(vocab_size=90, special_tokens=["<unk>", "<|endoftext|>"], unk_token="<unk>")
+    )
+    out = {"wordpiece": tmp / "wordpiece.json", "unigram": tmp / "unigram.json"}
+    wp.save(str(out["wordpiece"]))
+    uni.save(str(out["unigram"]))
+    return out
+
+
+def specs(tmp: Path, corpus: Path) -> list[str]:
+    hf = hf_files(tmp, corpus)
+    from storygpt.tokenizers import BPETokenizer
+
+    own = tmp / "own-tokenizer.json"
+    BPETokenizer.train(corpus.read_text(encoding="utf-8"), 280, pattern="o200k").save(own)
+    out = ["bpe:300", "word:60", "byte", f"hf:{hf['wordpiece']}", f"hf:{hf['unigram']}", f"file:{own}"]
+    if TIKTOKEN_CACHE.is_dir() and importlib.util.find_spec("tiktoken"):
+        out.append("tiktoken:gpt2")
+    return out
+
+
+def tiny_checkpoint(path: Path, tok, data_dir: Path) -> Path:
+    """An untrained 1-layer GPT for ``tok`` saved with the keys pretrain.py writes."""
+    import torch
+
+    from storygpt.checkpoint import save_checkpoint
+    from storygpt.model import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=1, n_head=2, n_embd=16, position="rope")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(
+        path,
+        {
+            "model": GPT(cfg).state_dict(),
+            "config": cfg.to_dict(),
+            "tokenizer": tok.to_dict(),
+            "data_dir": str(data_dir),
+            "corpus": data_dir.name,
+        },
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """data.py --tokenizer SPEC for every kind on one tiny corpus."""
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
+    tmp = tmp_path_factory.mktemp("kinds")
+    corpus = tiny_corpus(tmp / "tiny.txt")
+    data = tool("data.py")
+    out = {}
+    for spec in specs(tmp, corpus):
+        argv = ["--tokenizer", spec, "--train-file", str(corpus), "--out", str(tmp / "data"), "--quiet"]
+        assert data.main([*argv, "--threads", "1", "--valid-fraction", "0.25"]) == 0, spec
+        out[spec] = parse_spec(spec).slug
+    return tmp, tmp / "data" / "tiny", out
+
+
+def test_data_py_writes_slug_files_for_every_kind(prepared):
+    from storygpt.data.binfile import read_tokens
+
+    tmp, folder, slugs = prepared
+    valid = (folder / "valid.txt").read_text(encoding="utf-8")
+    for spec, slug in slugs.items():
+        tok = load(folder / f"tokenizer-{slug}.json")
+        stats = json.loads((folder / f"stats-{slug}.json").read_text(encoding="utf-8"))
+        assert stats["spec"] == str(parse_spec(spec)) and stats["vocab_size"] == tok.vocab_size
+        ids = read_tokens(folder / f"valid-{slug}.bin", tok)
+        assert int(ids.max()) < tok.vocab_size and tok.eot_id in ids.tolist()
+        if spec.startswith(("bpe", "byte", "tiktoken", "file")):  # lossless kinds give the documents back
+            assert tok.decode(ids.tolist()) == valid.rstrip("\n").replace("\n<|endoftext|>\n", "<|endoftext|>")
+        share = stats["splits"]["valid"]["unk_share"]
+        assert (share is None) == (tok.unk_id is None), spec  # unk reported only where the kind has one
+    assert slugs["byte"] == "byte" and load(folder / "tokenizer-byte.json").vocab_size == 257
+    # the legacy names pretrain.py reads today point at the same files
+    assert (folder / "train-bpe.bin").samefile(folder / "train-bpe-300.bin")
+
+
+def test_bits_and_sample_for_every_kind(prepared, capsys):
+    tmp, folder, slugs = prepared
+    bits, sample = tool("bits.py"), tool("sample.py")
+    ckpts = []
+    for slug in slugs.values():
+        tok = load(folder / f"tokenizer-{slug}.json")
+        ckpts.append(tiny_checkpoint(tmp / "ck" / slug / "best.pt", tok, folder))
+    # the checkpoints carry their tokenizers whole: the hf files may go
+    for spec in slugs:
+        if spec.startswith("hf:"):
+            os.remove(spec[3:])
+    capsys.readouterr()
+    assert bits.main([*map(str, ckpts), "--json", "--no-progress", "--device", "cpu"]) == 0
+    records = json.loads(capsys.readouterr().out)["results"]
+    assert len(records) == len(ckpts)
+    by_kind = {}
+    for r, spec in zip(records, slugs):
+        by_kind[spec] = r
+        assert r["bits_per_character"] > 0
+    assert by_kind["byte"]["round_trip_share"] == 1.0 and by_kind["byte"]["unknown_share"] == 0
+    wordpiece = next(s for s in slugs if "wordpiece" in s)
+    assert by_kind[wordpiece]["round_trip_share"] < 1.0  # lower-cased: it cannot give the text back
+    for ck in ckpts:
+        assert sample.main([str(ck), "--prompt", "The cat", "--max-new-tokens", "4", "--device", "cpu"]) == 0
+        assert capsys.readouterr().out.strip()
+
+
+def test_checkpoint_tokenizer_dict_rebuilds_every_kind(prepared):
+    tmp, folder, slugs = prepared
+    for slug in slugs.values():
+        tok = load(folder / f"tokenizer-{slug}.json")
+        again = from_dict(json.loads(json.dumps(tok.to_dict())))
+        text = "The cat sat, Zorblax said."
+        assert again.encode_ordinary(text) == tok.encode_ordinary(text)
+        assert again.fingerprint() == tok.fingerprint()
+
+
+def test_pretrain_and_bits_for_every_kind(prepared, capsys):
+    tmp, folder, slugs = prepared
+    pretrain, bits = tool("pretrain.py"), tool("bits.py")
+    tiny = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4"]
+    runs = []
+    for spec in slugs:
+        if spec.startswith("hf:"):
+            continue  # the files were removed by the test above in a full run; hf is covered there
+        out = tmp / "pt" / parse_spec(spec).slug
+        pretrain.main(["--tokenizer", spec, "--data", str(folder), "--out-dir", str(out), "--max-steps", "2", *tiny])
+        runs.append(next(out.rglob("best.pt")))
+    capsys.readouterr()
+    assert bits.main([*map(str, runs), "--json", "--no-progress", "--device", "cpu"]) == 0
