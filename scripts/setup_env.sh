@@ -29,7 +29,7 @@ SPEC="$ROOT"
 CHECK="import storygpt._bpe"
 if [ -n "${STORYGPT_EXTRAS:-}" ]; then
     SPEC="$ROOT[${STORYGPT_EXTRAS}]"
-    [ "$STORYGPT_EXTRAS" = test ] && CHECK="$CHECK, pytest, hypothesis, tiktoken, rustbpe, ruff"
+    [ "$STORYGPT_EXTRAS" = test ] && CHECK="$CHECK, pytest, hypothesis, tiktoken, rustbpe, ruff, clang_format"
 fi
 # Skip the (re)install when this checkout is already installed in the venv, its
 # compiled core is newer than every C++ source and build file, and the extras import.
