@@ -1,5 +1,8 @@
 #include "chunk_counts.h"
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace storygpt {
 
 void ChunkCounts::add(std::string_view chunk, uint64_t hash, int64_t count) {
@@ -35,25 +38,32 @@ void ChunkCounter::add_batch(const ChunkBatch& batch) {
     });
 }
 
-void ChunkCounter::add_texts(const std::vector<std::string_view>& texts) {
-    chunk_pieces(ordinary_pieces(texts, specials_), pattern_, threads_,
-                 [&](const ChunkBatch& batch) { add_batch(batch); });
+void ChunkCounter::add_texts(const std::vector<std::string_view>& texts, const Progress& progress) {
+    uint64_t total = 0, done = 0;
+    for (std::string_view t : texts) total += t.size();
+    chunk_pieces(ordinary_pieces(texts, specials_), pattern_, threads_, [&](const ChunkBatch& batch) {
+        add_batch(batch);
+        done += batch.bytes;
+        progress("count", std::min(done, total), total);
+    });
+    progress("count", total, total);
 }
 
-void ChunkCounter::add_file(const std::string& path, const Progress& progress) {
+void ChunkCounter::add_file(const std::string& path, const Progress& progress, size_t window_bytes) {
     InputFile file(path);
     uint64_t done = 0;
     auto read = [&](std::string& buf, size_t n) {
         const size_t got = file.read_append(buf, n);
         done += got;
-        progress("count", done, 0);
+        progress("count", done, std::max(done, file.size()));
         return got;
     };
-    stream_chunks(read, specials_, pattern_, threads_, window_bytes_for(threads_),
+    stream_chunks(read, specials_, pattern_, threads_, window_bytes > 0 ? window_bytes : window_bytes_for(threads_),
                   [&](const ChunkBatch& batch) { add_batch(batch); });
 }
 
 void ChunkCounter::add_chunk(std::string_view chunk, int64_t count) {
+    if (count < 1) throw std::invalid_argument("a chunk count must be >= 1, got " + std::to_string(count));
     const uint64_t hash = hash_bytes(chunk.data(), chunk.size());
     shards_[shard_of(hash)].add(chunk, hash, count);
 }

@@ -38,8 +38,9 @@ class ChunkCounts {
     std::string bytes_;
 };
 
-// Progress of a long job: called with (stage, done, total) now and then.
-// Must not throw.  `total` is 0 when unknown.
+// Progress of a long job: called with (stage, done, total) now and then,
+// always from the thread that started the job.  `total` is 0 when unknown.
+// An exception it throws ends the job.
 struct Progress {
     void (*call)(void* context, const char* stage, uint64_t done, uint64_t total) = nullptr;
     void* context = nullptr;
@@ -59,12 +60,14 @@ class ChunkCounter {
     ChunkCounter(Pattern pattern, const std::vector<std::string>& special_tokens, int threads);
 
     // Each text separately (chunks never cross texts); the views need to live
-    // only during the call.
-    void add_texts(const std::vector<std::string_view>& texts);
-    // One file, read in windows (never whole); throws FileError naming it.
-    // Reports stage "count" with the bytes read so far.
-    void add_file(const std::string& path, const Progress& progress = Progress());
-    // One chunk as is (no splitting), `count` times.
+    // only during the call.  Reports stage "count": bytes done of the texts'.
+    void add_texts(const std::vector<std::string_view>& texts, const Progress& progress = Progress());
+    // One file, read in windows (never whole; window_bytes 0: the default
+    // for the thread count); throws FileError naming it.  Reports stage
+    // "count": bytes read of the file's size.
+    void add_file(const std::string& path, const Progress& progress = Progress(), size_t window_bytes = 0);
+    // One chunk as is (no splitting), `count` (>= 1, else
+    // std::invalid_argument) times.
     void add_chunk(std::string_view chunk, int64_t count);
 
     int threads() const { return threads_; }

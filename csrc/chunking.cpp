@@ -76,58 +76,67 @@ std::vector<ChunkRun> ChunkBatch::tasks(size_t max_chunks) const {
     return out;
 }
 
+// Ends are appended to batch.ends directly where one thread makes them (no
+// copy); small pieces on several threads go through one vector per group.
 void pretokenize_pieces(const std::vector<std::string_view>& pieces, Pattern pattern, int threads, ChunkBatch& batch) {
-    constexpr size_t kGroupBytes = size_t(1) << 18;  // small pieces per task
+    constexpr size_t kGroupBytes = size_t(1) << 16;  // small pieces per task
     auto is_long = [&](std::string_view piece) { return threads > 1 && piece.size() >= 2 * kSegmentBytes; };
-    auto add_run = [&](std::string_view piece, const size_t* ends, size_t n) {
-        const size_t begin = batch.ends.size();
-        batch.ends.insert(batch.ends.end(), ends, ends + n);
-        batch.runs.push_back(ChunkRun{piece.data(), 0, begin, batch.ends.size()});
+    auto end_run = [&](std::string_view piece, size_t begin) {
+        if (batch.ends.size() > begin) batch.runs.push_back(ChunkRun{piece.data(), 0, begin, batch.ends.size()});
     };
-    std::vector<size_t> ends;
     for (size_t i = 0; i < pieces.size();) {
-        if (pieces[i].empty()) {
+        const size_t begin = batch.ends.size();
+        if (is_long(pieces[i])) {
+            split_chunks_parallel(pieces[i], pattern, threads, kSegmentBytes, batch.ends);
+            end_run(pieces[i], begin);
             ++i;
-        } else if (is_long(pieces[i])) {
-            ends.clear();
-            split_chunks_parallel(pieces[i], pattern, threads, kSegmentBytes, ends);
-            add_run(pieces[i], ends.data(), ends.size());
-            ++i;
-        } else {  // consecutive short pieces, in groups of about kGroupBytes
-            std::vector<size_t> group_first{i};
-            size_t bytes = 0, j = i;
-            for (; j < pieces.size() && !is_long(pieces[j]); ++j) {
-                if (bytes >= kGroupBytes) {
-                    group_first.push_back(j);
-                    bytes = 0;
-                }
-                bytes += pieces[j].size();
+            continue;
+        }
+        // consecutive short pieces [i, j), in groups of about kGroupBytes
+        std::vector<size_t> group_first{i};
+        size_t bytes = 0, j = i;
+        for (; j < pieces.size() && !is_long(pieces[j]); ++j) {
+            if (bytes >= kGroupBytes) {
+                group_first.push_back(j);
+                bytes = 0;
             }
-            group_first.push_back(j);
-            const size_t n_groups = group_first.size() - 1;
-            std::vector<std::vector<size_t>> group_ends(n_groups), piece_chunks(n_groups);
-            parallel_for(n_groups, threads, [&](size_t g, size_t) {
-                for (size_t p = group_first[g]; p < group_first[g + 1]; ++p) {
-                    const size_t before = group_ends[g].size();
-                    split_chunks(pieces[p], pattern, group_ends[g]);
-                    piece_chunks[g].push_back(group_ends[g].size() - before);
-                }
-            });
-            for (size_t g = 0; g < n_groups; ++g) {
-                const size_t* e = group_ends[g].data();
-                for (size_t p = group_first[g]; p < group_first[g + 1]; ++p) {
-                    const size_t n = piece_chunks[g][p - group_first[g]];
-                    if (n > 0) add_run(pieces[p], e, n);
-                    e += n;
-                }
+            bytes += pieces[j].size();
+        }
+        group_first.push_back(j);
+        const size_t n_groups = group_first.size() - 1;
+        if (threads <= 1 || n_groups == 1) {
+            for (size_t p = i; p < j; ++p) {
+                const size_t first = batch.ends.size();
+                split_chunks(pieces[p], pattern, batch.ends);
+                end_run(pieces[p], first);
             }
             i = j;
+            continue;
         }
+        std::vector<std::vector<size_t>> group_ends(n_groups), piece_chunks(n_groups);
+        parallel_for(n_groups, threads, [&](size_t g, size_t) {
+            for (size_t p = group_first[g]; p < group_first[g + 1]; ++p) {
+                const size_t before = group_ends[g].size();
+                split_chunks(pieces[p], pattern, group_ends[g]);
+                piece_chunks[g].push_back(group_ends[g].size() - before);
+            }
+        });
+        for (size_t g = 0; g < n_groups; ++g) {
+            const size_t* e = group_ends[g].data();
+            for (size_t p = group_first[g]; p < group_first[g + 1]; ++p) {
+                const size_t n = piece_chunks[g][p - group_first[g]], first = batch.ends.size();
+                batch.ends.insert(batch.ends.end(), e, e + n);
+                end_run(pieces[p], first);
+                e += n;
+            }
+            std::vector<size_t>().swap(group_ends[g]);
+        }
+        i = j;
     }
 }
 
 size_t window_bytes_for(int threads) {
-    return std::max<size_t>(size_t(4) << 20, 2 * kSegmentBytes * static_cast<size_t>(std::max(threads, 1)));
+    return std::max<size_t>(size_t(1) << 20, 8 * kSegmentBytes * static_cast<size_t>(std::max(threads, 1)));
 }
 
 }  // namespace storygpt

@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <sys/types.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +20,16 @@ namespace {
 
 InputFile::InputFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "rb")) {
     if (!file_) throw_file_error(path, "open");
+    if (fseeko(file_, 0, SEEK_END) == 0) {
+        const off_t end = ftello(file_);
+        if (end > 0) size_ = static_cast<uint64_t>(end);
+    }
+    if (fseeko(file_, 0, SEEK_SET) != 0) {
+        const int e = errno;
+        std::fclose(file_);
+        errno = e;
+        throw_file_error(path, "read");
+    }
 }
 
 InputFile::~InputFile() { std::fclose(file_); }

@@ -47,10 +47,13 @@ class InputFile {
     // `n` only at the end of the file).
     size_t read_append(std::string& buf, size_t n);
     const std::string& path() const { return path_; }
+    // Size in bytes at opening (0 when it cannot be told, e.g. a pipe).
+    uint64_t size() const { return size_; }
 
    private:
     std::string path_;
     std::FILE* file_;
+    uint64_t size_ = 0;
 };
 
 // ---------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "long_word.h"
+
 namespace storygpt {
 
 TieBreak parse_tie_break(const std::string& name) {
@@ -24,12 +26,19 @@ int64_t TrainOptions::merges_to_learn() const {
 
 namespace {
 
-// A distinct chunk of two or more bytes: its current symbols (token ids,
-// stored in Trainer::symbols_) and how often the chunk occurs.  Merges
-// shrink it in place.
+// Chunks of this many bytes or more become LongWords.  A short word is
+// rewritten whole by each merge that touches it, which costs its length
+// each time.
+constexpr size_t kLongWordBytes = 256;
+constexpr uint32_t kShort = UINT32_MAX;
+
+// A distinct chunk of two or more bytes and how often it occurs.  A short
+// one keeps its current symbols (token ids) in Trainer::symbols_ and shrinks
+// in place as merges apply; a long one lives in Trainer::long_words_.
 struct Word {
-    size_t start;     // index of the first symbol
-    uint32_t length;  // current number of symbols
+    size_t start;        // index of the first symbol (short words)
+    uint32_t length;     // current number of symbols (short words)
+    uint32_t long_word;  // index into long_words_, or kShort
     int64_t count;
 };
 
@@ -74,6 +83,8 @@ class Trainer {
     static void note_word(PairStats& pair, uint32_t word) {
         if (pair.words.empty() || pair.words.back() != word) pair.words.push_back(word);
     }
+    // `count` more occurrences of a pair made by the current merge in word w.
+    void add_new_pair(uint64_t key, int64_t count, uint32_t w);
     // x ranks below y in the queue
     bool ranks_below(const Candidate& x, const Candidate& y) const;
     void push(const Candidate& c) {
@@ -83,10 +94,12 @@ class Trainer {
     bool pop_best(Candidate& best);
     void merge(uint32_t left, uint32_t right, uint32_t new_id);
     void rewrite(uint32_t word, uint32_t left, uint32_t right, uint32_t new_id);
+    void merge_long(uint32_t word, uint32_t left, uint32_t right, uint32_t new_id);
 
     const TrainOptions& options_;
     std::vector<uint32_t> symbols_;  // all words' symbols, back to back
     std::vector<Word> words_;
+    std::vector<LongWord> long_words_;
     HashMap<PairStats, PairHash> pairs_;
     std::vector<Candidate> queue_;  // binary max-heap by ranks_below
     std::vector<std::string> token_bytes_;
@@ -99,14 +112,19 @@ void Trainer::add_words(std::vector<ChunkCounts>&& shards) {
     size_t total = 0;
     for (const auto& shard : shards)
         for (const auto& e : shard.entries())
-            if (e.size >= 2) total += e.size;
+            if (e.size >= 2 && e.size < kLongWordBytes) total += e.size;
     if (total >= UINT32_MAX) throw std::length_error("training: 4 GiB or more of distinct chunk bytes");
     symbols_.reserve(total);
     for (auto& shard : shards) {
         for (const auto& e : shard.entries()) {
             if (e.size < 2) continue;  // no pair: never changes any count
             if (words_.size() == UINT32_MAX) throw std::length_error("training: 2**32 or more distinct chunks");
-            words_.push_back(Word{symbols_.size(), static_cast<uint32_t>(e.size), e.count});
+            if (e.size >= kLongWordBytes) {
+                words_.push_back(Word{0, 0, static_cast<uint32_t>(long_words_.size()), e.count});
+                long_words_.emplace_back(shard.chunk(e));
+                continue;
+            }
+            words_.push_back(Word{symbols_.size(), static_cast<uint32_t>(e.size), kShort, e.count});
             for (unsigned char byte : shard.chunk(e)) symbols_.push_back(byte);
         }
         shard = ChunkCounts();  // free as we go
@@ -114,12 +132,17 @@ void Trainer::add_words(std::vector<ChunkCounts>&& shards) {
     word_stamp_.assign(words_.size(), 0);
     for (uint32_t w = 0; w < words_.size(); ++w) {
         const Word& word = words_[w];
-        const uint32_t* s = &symbols_[word.start];
-        for (uint32_t i = 0; i + 1 < word.length; ++i) {
-            PairStats& pair = pairs_[find_or_add_pair(pair_key(s[i], s[i + 1]))];
+        auto add = [&](uint64_t key) {
+            PairStats& pair = pairs_[find_or_add_pair(key)];
             pair.count += word.count;
             note_word(pair, w);
+        };
+        if (word.long_word != kShort) {
+            long_words_[word.long_word].for_each_pair(add);
+            continue;
         }
+        const uint32_t* s = &symbols_[word.start];
+        for (uint32_t i = 0; i + 1 < word.length; ++i) add(pair_key(s[i], s[i + 1]));
     }
     queue_.reserve(pairs_.size());
     for (const PairStats& p : pairs_.entries())
@@ -181,7 +204,10 @@ void Trainer::merge(uint32_t left, uint32_t right, uint32_t new_id) {
     for (uint32_t w : where) {
         if (word_stamp_[w] == stamp_) continue;
         word_stamp_[w] = stamp_;
-        rewrite(w, left, right, new_id);
+        if (words_[w].long_word == kShort)
+            rewrite(w, left, right, new_id);
+        else
+            merge_long(w, left, right, new_id);
     }
     for (uint32_t index : appeared_) {
         const PairStats& p = pairs_[index];
@@ -215,19 +241,34 @@ void Trainer::rewrite(uint32_t w, uint32_t left, uint32_t right, uint32_t new_id
     for (i = 0; i + 1 < n; ++i) pairs_[find_pair(pair_key(old[i], old[i + 1]))].count -= word.count;
     for (i = 0; i + 1 < j; ++i) {
         const uint64_t key = pair_key(s[i], s[i + 1]);
-        if (s[i] != new_id && s[i + 1] != new_id) {
+        if (s[i] != new_id && s[i + 1] != new_id)
             pairs_[find_pair(key)].count += word.count;
-            continue;
-        }
-        const uint32_t index = find_or_add_pair(key);
-        PairStats& pair = pairs_[index];
-        pair.count += word.count;
-        note_word(pair, w);
-        if (pair.stamp != stamp_) {
-            pair.stamp = stamp_;
-            appeared_.push_back(index);
-        }
+        else
+            add_new_pair(key, word.count, w);
     }
+}
+
+void Trainer::add_new_pair(uint64_t key, int64_t count, uint32_t w) {
+    const uint32_t index = find_or_add_pair(key);
+    PairStats& pair = pairs_[index];
+    pair.count += count;
+    note_word(pair, w);
+    if (pair.stamp != stamp_) {
+        pair.stamp = stamp_;
+        appeared_.push_back(index);
+    }
+}
+
+// A long word changes only where the pair occurs (LongWord::merge); pairs
+// that gain occurrences there all hold the new id.
+void Trainer::merge_long(uint32_t w, uint32_t left, uint32_t right, uint32_t new_id) {
+    const int64_t count = words_[w].count;
+    long_words_[words_[w].long_word].merge(left, right, new_id, [&](uint64_t key, int delta) {
+        if (delta < 0)
+            pairs_[find_pair(key)].count -= count;
+        else
+            add_new_pair(key, count, w);
+    });
 }
 
 }  // namespace
@@ -245,7 +286,7 @@ std::vector<Merge> train(const std::vector<std::string_view>& texts, const std::
                          const TrainOptions& options, const Progress& progress) {
     options.merges_to_learn();  // checks first, before any reading
     ChunkCounter counter(options.pattern, options.special_tokens, options.num_threads);
-    counter.add_texts(texts);
+    if (!texts.empty()) counter.add_texts(texts, progress);
     for (const auto& path : files) counter.add_file(path, progress);
     return learn_merges(std::move(counter.shards()), options, progress);
 }
