@@ -2,6 +2,7 @@
 
 Usage::
 
+    python benchmarks/vs_libraries.py BIG.txt --scale [--vocab-sizes 32768] [--threads 1 2]
     python benchmarks/vs_libraries.py FILE [--task train|encode|all] [--vocab-sizes 8192 32768]
                                            [--threads 1 2] [--repeats 3] [--pattern gpt2]
                                            [--encodings gpt2 cl100k_base] [--inputs long batch spaces-100k ...]
@@ -163,6 +164,71 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
     else:
         raise SystemExit(f"unknown library {lib!r}")
     return {"times": times[0], "cpu": times[1], "peak_mb": _peak_mb(), "base_mb": base, "merges": pairs}
+
+
+def _documents(path: str):
+    """The documents of a file, read line by line (never whole): text between <|endoftext|> lines."""
+    doc: list[str] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.rstrip("\n") == EOT:
+                yield "".join(doc)
+                doc = []
+            else:
+                doc.append(line)
+    if doc:
+        yield "".join(doc)
+
+
+def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: str) -> dict:
+    """Train from a file without holding it: storygpt streams it in C++, the others get a document iterator."""
+    from storygpt.tokenizers.bpe_reference import PATTERNS
+
+    base = _peak_mb()
+    c0, t0 = _cpu(), time.perf_counter()
+    if lib == "storygpt":
+        from storygpt import _bpe
+
+        merges = _bpe.train(
+            files=[path], vocab_size=vocab_size + 1, pattern=pattern, special_tokens=[EOT.encode()], num_threads=threads
+        )
+        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        vocab = [bytes([b]) for b in range(256)]
+        for a, b in merges:
+            vocab.append(vocab[a] + vocab[b])
+        pairs = [[vocab[a].hex(), vocab[b].hex()] for a, b in merges]
+    elif lib == "rustbpe":
+        import rustbpe
+
+        tok = rustbpe.Tokenizer()
+        tok.train_from_iterator(_documents(path), vocab_size, pattern=PATTERNS[pattern])
+        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        ranks = sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1])
+        vocab = {rank: bytes(tb) for tb, rank in ranks}
+        inv = {v: k for k, v in vocab.items()}
+        pairs = [_split_by_lower_ranks(vocab[r], r, inv) for r in range(256, len(vocab))]
+    elif lib == "hf":
+        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(PATTERNS[pattern]), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+            special_tokens=[],
+        )
+        tok.train_from_iterator(_documents(path), trainer)
+        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        pairs = None
+    else:
+        raise SystemExit(f"unknown library {lib!r}")
+    return {"times": [wall], "cpu": [cpu], "peak_mb": _peak_mb(), "base_mb": base, "merges": pairs}
 
 
 SYNTHETIC = {"spaces": " ", "letters": "a", "digits": "7"}  # repeated units: one long chunk each
@@ -347,6 +413,35 @@ def bench_train(args):
                     yield _row("train", vocab_size, threads, lib, results[lib], ours, check)
 
 
+def bench_scale(args):
+    """Training from the file, never held whole (--scale): time and peak memory; merges checked first."""
+    libs = ["storygpt"] + [
+        lib for lib, mod in (("rustbpe", "rustbpe"), ("hf", "tokenizers")) if _installed(mod) and lib in args.libraries
+    ]
+    for vocab_size in args.vocab_sizes:
+        for threads in args.threads:
+            results = {}
+            for lib in libs:
+                spec = {
+                    "task": "scale",
+                    "lib": lib,
+                    "path": args.file,
+                    "vocab_size": vocab_size,
+                    "threads": threads,
+                    "pattern": args.pattern,
+                }
+                results[lib] = run_worker(spec, threads)
+            ours = results["storygpt"]
+            if ours is None:
+                raise SystemExit("storygpt failed; see above")
+            if results.get("rustbpe") is not None and results["rustbpe"]["merges"] != ours["merges"]:
+                raise SystemExit(f"MISMATCH: merges differ from rustbpe's (vocab {vocab_size}, {threads} threads)")
+            for lib in libs:
+                if results[lib] is not None:
+                    check = "merges identical" if lib == "rustbpe" else ""
+                    yield _row("train file", vocab_size, threads, lib, results[lib], ours, check)
+
+
 def encode_libraries(args, encoding: str) -> list[str]:
     """storygpt and tiktoken (the reference), then the optional ones that are installed and run this vocabulary."""
     optional = [
@@ -438,12 +533,19 @@ def main(argv=None) -> None:
         "rustbpe and hf (Hugging Face tokenizers) train, hf encodes with gpt2, bpe-openai (GitHub's "
         "crate) with cl100k_base, storygpt-np = storygpt with numpy output",
     )
+    p.add_argument(
+        "--scale",
+        action="store_true",
+        help="train from FILE without reading it whole (storygpt streams it, rustbpe and hf get a document "
+        "iterator), one run per row; --task, --repeats and the encoding options are ignored",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         spec = json.loads(args.worker)
         task = spec.pop("task")
-        out = worker_train(**spec) if task == "train" else worker_encode(**spec)
+        worker = {"train": worker_train, "encode": worker_encode, "scale": worker_scale}[task]
+        out = worker(**spec)
         print(json.dumps(out))
         return
     if args.worker is None and args.file is None:
@@ -456,14 +558,19 @@ def main(argv=None) -> None:
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at start, median of {args.repeats} runs; "
         "CPU ratio = CPU time / storygpt's CPU time"
     )
+    if args.scale:
+        print("train file: one run each, no text in memory; 'MB above text' = peak minus the interpreter's at start")
     if "tokendagger" in args.libraries and not _installed("tokendagger"):
         print("# tokendagger: not installed (its sdist needs the pcre2 headers to build); no rows")
     print("| task | vocab | threads | library | wall s | CPU s | peak MB | MB above text | CPU ratio | check |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    if args.task in ("train", "all"):
+    if args.scale:
+        for row in bench_scale(args):
+            print(row, flush=True)
+    elif args.task in ("train", "all"):
         for row in bench_train(args):
             print(row, flush=True)
-    if args.task in ("encode", "all"):
+    if args.task in ("encode", "all") and not args.scale:
         for row in bench_encode(args):
             print(row, flush=True)
     load = os.getloadavg()
