@@ -6,6 +6,7 @@ with optimisation (-O3) and C++17.
 """
 
 import sys
+from pathlib import Path
 
 from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
@@ -17,15 +18,7 @@ if sys.platform != "win32":
 ext_modules = [
     Pybind11Extension(
         "storygpt._bpe",
-        sources=sorted(
-            [
-                "csrc/bindings.cpp",
-                "csrc/bind_pretokenize.cpp",
-                "csrc/bpe.cpp",
-                "csrc/pretokenize.cpp",
-                "csrc/pretokenize_o200k.cpp",
-            ]
-        ),
+        sources=sorted(str(p) for p in Path("csrc").glob("*.cpp")),
         include_dirs=["csrc"],
         cxx_std=17,
         extra_compile_args=extra_compile_args,

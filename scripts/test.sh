@@ -13,6 +13,9 @@ fi
 echo ">> ruff check; ruff format --check"
 ruff check --quiet .
 ruff format --check --quiet .
+# C++ style (.clang-format; files listed in .clang-format-ignore are skipped).
+echo ">> clang-format --dry-run --Werror csrc/"
+clang-format --dry-run --Werror csrc/*.h csrc/*.cpp
 if [ "$#" -eq 0 ]; then
     set -- -m "not slow"
 fi

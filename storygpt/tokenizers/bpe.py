@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
@@ -98,6 +98,59 @@ def _special_dict(special_tokens, first_id: int) -> dict[str, int]:
             raise ValueError(f"special token {s!r} given twice")
         out[s] = first_id + len(out)
     return out
+
+
+#: Texts per C++ counting call in train_from_iterator (bytes).
+_ITERATOR_BATCH_BYTES = 8 << 20
+#: Below this much text one counting thread is as fast as two (docs/performance.md).
+_PARALLEL_TRAIN_BYTES = 16 << 20
+
+
+def default_train_threads(work_bytes: int) -> int:
+    """Counting threads for ``work_bytes`` of training text when the caller asks for 0 (auto).
+
+    One thread below 16 MB, where starting threads and the extra passes cost
+    about what they save; above it, the CPUs this process may use that the
+    1-minute load average leaves idle (at least 1), so a busy machine gets
+    one thread.  Merges never depend on the choice.
+    """
+    if work_bytes < _PARALLEL_TRAIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    idle = cpus - os.getloadavg()[0] if hasattr(os, "getloadavg") else cpus
+    return max(1, min(cpus, int(idle + 0.5)))
+
+
+def _train_args(vocab_size, special_tokens) -> tuple[int, dict[str, int], list[bytes]]:
+    """Checked vocab_size, the specials as a dict, and their bytes."""
+    vocab_size = as_int(vocab_size, "vocab_size")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
+    specials = _special_dict(special_tokens, 0)  # validates
+    return vocab_size, specials, [s.encode("utf-8") for s in specials]
+
+
+def _text_items(texts: Iterable) -> Iterable[bytes]:
+    """Each item as UTF-8 bytes; TypeError naming the index and type of a non-text item."""
+    for i, item in enumerate(texts):
+        if isinstance(item, str):
+            yield _clean_text(item).encode("utf-8")
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            yield bytes(item)
+        else:
+            raise TypeError(f"train_from_iterator: item {i} is {type(item).__name__}, not str or bytes")
+
+
+def _reference_train(
+    texts: list[bytes], vocab_size: int, pattern: str, special_bytes: list[bytes], min_frequency: int, tie_break: str
+):
+    """bpe_reference.train on separate texts: joined by one more special token (and one more vocab slot)."""
+    if len(texts) == 1:
+        return bpe_reference.train(texts[0], vocab_size, pattern, special_bytes, min_frequency, tie_break)
+    sep = b"\x00<storygpt-text-separator>\x00"
+    return bpe_reference.train(
+        sep.join(texts), vocab_size + 1, pattern, special_bytes + [sep], min_frequency, tie_break
+    )
 
 
 class BPETokenizer(Tokenizer):
@@ -250,13 +303,14 @@ class BPETokenizer(Tokenizer):
         tie_break: str = "smallest_ids",
         num_threads: int = 0,
         backend: str = "cpp",
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> BPETokenizer:
         """Learn a BPE vocabulary.
 
         Args:
             text_or_files: the training text (``str`` or UTF-8 ``bytes``), or a
-                list of file paths (read by the C++ trainer; each file is a
-                separate text, chunks never cross files).
+                list of file paths (streamed in windows by the C++ trainer, never
+                read whole; each file is a separate text, chunks never cross files).
             vocab_size: final vocabulary size: 256 bytes + merges + special
                 tokens (fewer merges are learned when the text runs out of pairs;
                 a ``UserWarning`` then gives the size reached).
@@ -265,8 +319,13 @@ class BPETokenizer(Tokenizer):
                 text, are never merged, and get the last ids.
             min_frequency: stop when the best pair occurs fewer times.
             tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
-            num_threads: trainer threads (0: all cores).
+            num_threads: counting threads; 0 chooses from the work size and the
+                machine (:func:`default_train_threads`).  Merges never depend on it.
             backend: ``"cpp"`` (``storygpt._bpe.train``) or ``"reference"``.
+            progress: ``callback(stage, done, total)``, called now and then
+                (``cpp`` backend): stage ``"count"`` with bytes, ``"merge"`` with
+                merges; ``total`` is 0 when unknown.  An exception it raises ends
+                training.
 
         Returns:
             A tokenizer with ids: bytes ``0..255``, merge ``i`` at ``256 + i``,
@@ -275,25 +334,24 @@ class BPETokenizer(Tokenizer):
         Raises:
             ValueError: bad ``vocab_size`` / pattern / tie-break (from the trainer).
             FileNotFoundError: a listed file does not exist (named).
+            OSError: a listed file cannot be read (named).
         """
         _check_backend(backend)
-        vocab_size = as_int(vocab_size, "vocab_size")
-        if vocab_size > MAX_VOCAB_SIZE:
-            raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
-        specials = _special_dict(special_tokens, 0)  # validates
-        special_bytes = [s.encode("utf-8") for s in specials]
+        vocab_size, specials, special_bytes = _train_args(vocab_size, special_tokens)
         if isinstance(text_or_files, (str, bytes, bytearray)):
             data = (
                 _clean_text(text_or_files).encode("utf-8") if isinstance(text_or_files, str) else bytes(text_or_files)
             )
             files = None
+            work = len(data)
         else:
             data = None
             files = [os.fspath(p) for p in text_or_files]
             for p in files:
                 if not os.path.isfile(p):
                     raise FileNotFoundError(f"training file not found: {p}")
-        threads = num_threads if num_threads > 0 else (os.cpu_count() or 1)
+            work = sum(os.path.getsize(p) for p in files)
+        threads = num_threads if num_threads > 0 else default_train_threads(work)
         if backend == "cpp":
             pairs = _load_cpp().train(
                 data=data,
@@ -304,18 +362,11 @@ class BPETokenizer(Tokenizer):
                 min_frequency=min_frequency,
                 tie_break=tie_break,
                 num_threads=threads,
+                progress=progress,
             )
         else:
-            if files is None:
-                pairs = bpe_reference.train(data, vocab_size, pattern, special_bytes, min_frequency, tie_break)
-            else:
-                # Each file is its own text: join them with a separator that is
-                # registered as one more special token (and one more vocab slot).
-                sep = b"\x00<storygpt-file-separator>\x00"
-                texts = [open(p, "rb").read() for p in files]
-                pairs = bpe_reference.train(
-                    sep.join(texts), vocab_size + 1, pattern, special_bytes + [sep], min_frequency, tie_break
-                )
+            texts = [data] if files is None else [open(p, "rb").read() for p in files]
+            pairs = _reference_train(texts, vocab_size, pattern, special_bytes, min_frequency, tie_break)
         tok = cls.from_merges_ids(
             [tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend
         )
@@ -326,6 +377,126 @@ class BPETokenizer(Tokenizer):
                 stacklevel=2,
             )
         return tok
+
+    @classmethod
+    def train_from_iterator(
+        cls,
+        texts: Iterable[str | bytes],
+        vocab_size: int,
+        pattern: str = "simple",
+        special_tokens: Sequence[str] = ("<pad>", EOT),
+        min_frequency: int = 1,
+        tie_break: str = "smallest_ids",
+        num_threads: int = 0,
+        backend: str = "cpp",
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> BPETokenizer:
+        """Learn a BPE vocabulary from texts that arrive one by one (a generator, a dataset).
+
+        Each item is a separate text: chunks never cross items.  The texts are
+        counted a batch of about 8 MB at a time and then dropped, so memory
+        holds the distinct chunks and one batch, not the corpus.  The merges
+        equal :meth:`train` on the texts joined by a special token.
+
+        Args:
+            texts: ``str`` (lone surrogates become U+FFFD) or UTF-8 ``bytes`` items.
+            vocab_size, pattern, special_tokens, min_frequency, tie_break,
+            num_threads, backend, progress: as :meth:`train`; progress reports
+                ``"count"`` with the bytes counted so far (total 0: unknown).
+
+        Raises:
+            TypeError: an item is neither ``str`` nor ``bytes`` (its index and type named).
+            ValueError: as :meth:`train`.
+        """
+        _check_backend(backend)
+        vocab_size, specials, special_bytes = _train_args(vocab_size, special_tokens)
+        if isinstance(texts, (str, bytes, bytearray)):
+            raise TypeError("texts must be an iterable of texts, not a single text (use train())")
+        if backend == "reference":
+            pairs = _reference_train(
+                list(_text_items(texts)), vocab_size, pattern, special_bytes, min_frequency, tie_break
+            )
+        else:
+            counter = None
+            batch: list[bytes] = []
+            batch_bytes = done = 0
+
+            def flush(last: bool) -> None:
+                nonlocal counter, batch, batch_bytes, done
+                if counter is None:  # threads chosen from the first batch: small work, one thread
+                    work = batch_bytes if last else _ITERATOR_BATCH_BYTES * 4
+                    threads = num_threads if num_threads > 0 else default_train_threads(work)
+                    counter = _load_cpp().ChunkCounter(pattern, special_bytes, threads)
+                if batch:
+                    counter.add_texts(batch)
+                done += batch_bytes
+                batch, batch_bytes = [], 0
+                if progress is not None:
+                    progress("count", done, 0)
+
+            for item in _text_items(texts):
+                batch.append(item)
+                batch_bytes += len(item)
+                if batch_bytes >= _ITERATOR_BATCH_BYTES:
+                    flush(last=False)
+            flush(last=True)
+            pairs = counter.learn_merges(
+                vocab_size=vocab_size, min_frequency=min_frequency, tie_break=tie_break, progress=progress
+            )
+        return cls.from_merges_ids(
+            [tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend
+        )
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: Mapping[str | bytes, int],
+        vocab_size: int,
+        pattern: str = "simple",
+        special_tokens: Sequence[str] = ("<pad>", EOT),
+        min_frequency: int = 1,
+        tie_break: str = "smallest_ids",
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> BPETokenizer:
+        """Learn a BPE vocabulary from chunk counts, e.g. word counts gathered elsewhere.
+
+        Each key is one pre-tokenization chunk, used as is (not split again);
+        ``pattern`` is only recorded in the tokenizer, for encoding.  The merges
+        equal :meth:`train` on any text whose chunks have these counts
+        (``bpe_reference.count_chunks``).  C++ backend only.
+
+        Args:
+            counts: chunk (``str`` or UTF-8 ``bytes``; ``"a"`` and ``b"a"`` add
+                up) -> count, a positive integer.
+            vocab_size, pattern, special_tokens, min_frequency, tie_break,
+            progress: as :meth:`train`.
+
+        Raises:
+            TypeError: a key is neither ``str`` nor ``bytes`` (named).
+            ValueError: a count is not a positive integer (its chunk named); as :meth:`train`.
+        """
+        vocab_size, specials, special_bytes = _train_args(vocab_size, special_tokens)
+        if not isinstance(counts, Mapping):
+            raise TypeError(f"counts must be a mapping chunk -> count, got {type(counts).__name__}")
+        merged: dict[bytes, int] = {}
+        for chunk, count in counts.items():
+            if isinstance(chunk, str):
+                key = _clean_text(chunk).encode("utf-8")
+            elif isinstance(chunk, (bytes, bytearray)):
+                key = bytes(chunk)
+            else:
+                raise TypeError(f"train_from_counts: chunk {chunk!r} is {type(chunk).__name__}, not str or bytes")
+            if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+                raise ValueError(
+                    f"train_from_counts: the count of chunk {chunk!r} must be a positive integer, got {count!r}"
+                )
+            merged[key] = merged.get(key, 0) + int(count)
+        counter = _load_cpp().ChunkCounter(pattern, special_bytes, 1)
+        counter.add_counts(merged)
+        pairs = counter.learn_merges(
+            vocab_size=vocab_size, min_frequency=min_frequency, tie_break=tie_break, progress=progress
+        )
+        return cls.from_merges_ids([tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern)
 
     @classmethod
     def from_merges_ids(

@@ -1,0 +1,145 @@
+// pybind11 binding of storygpt::Encoder (thin: conversions, GIL release).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bind_util.h"
+#include "encoder.h"
+
+namespace py = pybind11;
+using namespace storygpt_bind;
+
+void bind_encoder(py::module_& m) {
+    py::class_<storygpt::Encoder>(m, "Encoder", R"doc(Byte-level BPE encoder (general form).
+
+Exactly bpe_reference.Encoder: inside each pre-tokenization chunk the adjacent
+pair with the lowest rank is merged, leftmost first on equal ranks, until no
+adjacent pair is a merge.  Chunk -> ids results are cached (bounded,
+thread-safe).  Safe to use from several Python threads at once; the GIL is
+released around all real work.
+
+Args:
+    merges: list of (left_id, right_id, new_id); rank = position unless `ranks`.
+    byte_ids: 256 distinct ids, byte_ids[b] = id of byte b (default: b).
+    pattern: "simple" | "gpt2" | "gpt4".
+    ranks: one rank per merge (lower merges first; ties allowed).
+
+Raises:
+    ValueError: malformed byte_ids, merges or ranks; ids outside [0, 2**26).)doc")
+        .def(py::init([](const std::vector<std::tuple<int64_t, int64_t, int64_t>>& merges,
+                         std::optional<std::vector<int64_t>> byte_ids, const std::string& pattern,
+                         std::optional<std::vector<int64_t>> ranks) {
+                 std::vector<storygpt::MergeRule> rules;
+                 rules.reserve(merges.size());
+                 for (const auto& t : merges) rules.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t)});
+                 const storygpt::Pattern p = storygpt::parse_pattern(pattern);
+                 py::gil_scoped_release release;
+                 return std::make_unique<storygpt::Encoder>(rules, byte_ids, p, ranks);
+             }),
+             py::arg("merges"), py::arg("byte_ids") = py::none(), py::arg("pattern") = "simple",
+             py::arg("ranks") = py::none())
+        .def(
+            "encode",
+            [](const storygpt::Encoder& enc, const py::bytes& data) {
+                std::string_view v = view_of(data);
+                std::vector<uint32_t> ids;
+                {
+                    py::gil_scoped_release release;
+                    enc.encode(v, ids);
+                }
+                return to_numpy(std::move(ids));
+            },
+            py::arg("data"),
+            "Encode bytes (ordinary text: special tokens are plain text) -> numpy.ndarray[uint32] of ids.")
+        .def(
+            "encode_batch",
+            [](const storygpt::Encoder& enc, const py::list& texts, int num_threads) {
+                std::vector<py::bytes> held;  // keeps every text alive while the GIL is released
+                held.reserve(texts.size());
+                for (auto t : texts) held.push_back(require_bytes(t, "each text"));
+                std::vector<std::string_view> views;
+                views.reserve(held.size());
+                for (const auto& b : held) views.push_back(view_of(b));
+                std::vector<uint32_t> ids;
+                std::vector<int64_t> offsets;
+                {
+                    py::gil_scoped_release release;
+                    enc.encode_batch(views, num_threads, ids, offsets);
+                }
+                return py::make_tuple(to_numpy(std::move(ids)), to_numpy(std::move(offsets)));
+            },
+            py::arg("texts"), py::arg("num_threads") = 0,
+            R"doc(Encode many texts on several threads (0 = all cores).
+
+Returns (ids, offsets): ids is numpy.ndarray[uint32] of all ids concatenated,
+offsets numpy.ndarray[int64] of length len(texts) + 1; text k's ids are
+ids[offsets[k]:offsets[k + 1]].)doc")
+        .def(
+            "encode_file",
+            [](const storygpt::Encoder& enc, py::object path, int num_threads, size_t window_bytes) {
+                const std::string p = path_of(path);
+                std::vector<uint32_t> ids;
+                {
+                    py::gil_scoped_release release;
+                    enc.encode_file(p, num_threads, window_bytes, ids);
+                }
+                return to_numpy(std::move(ids));
+            },
+            py::arg("path"), py::arg("num_threads") = 0, py::arg("window_bytes") = size_t(4) << 20,
+            R"doc(Encode a whole file, streamed in windows of window_bytes (bounded memory).
+
+Returns numpy.ndarray[uint32], equal to encode(open(path, 'rb').read()).
+Raises OSError (FileNotFoundError) naming the path.)doc")
+        .def(
+            "decode",
+            [](const storygpt::Encoder& enc, py::object ids) {
+                using Arr = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+                std::vector<int64_t> owned;
+                const int64_t* p = nullptr;
+                size_t n = 0;
+                Arr arr = Arr::ensure(ids);
+                if (arr) {
+                    if (arr.ndim() != 1) throw py::value_error("decode takes a 1-D sequence of ids");
+                    p = arr.data();
+                    n = static_cast<size_t>(arr.size());
+                } else {  // not convertible by numpy (huge ints, a generator, ...): one by one
+                    PyErr_Clear();
+                    for (auto item : ids) {
+                        py::object v = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+                        if (!v) throw py::error_already_set();
+                        int overflow = 0;
+                        long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+                        if (overflow != 0) throw py::value_error("unknown token id " + std::string(py::str(v)));
+                        owned.push_back(static_cast<int64_t>(x));
+                    }
+                    p = owned.data();
+                    n = owned.size();
+                }
+                std::string out;
+                {
+                    py::gil_scoped_release release;
+                    out = enc.decode(p, n);
+                }
+                return py::bytes(out);
+            },
+            py::arg("ids"),
+            "Concatenate the bytes of ids (list or numpy array) -> bytes; ValueError naming an unknown id.")
+        .def(
+            "token_bytes",
+            [](const storygpt::Encoder& enc, int64_t id) {
+                std::string_view v = enc.token_bytes(id);
+                return py::bytes(v.data(), v.size());
+            },
+            py::arg("id"), "The bytes of one token; ValueError for an unknown id.")
+        .def_property_readonly("vocab_size", &storygpt::Encoder::vocab_size, "max id + 1")
+        .def_property_readonly("num_merges", &storygpt::Encoder::num_merges, "number of merges given")
+        .def_property_readonly(
+            "pattern", [](const storygpt::Encoder& enc) { return std::string(storygpt::pattern_name(enc.pattern())); },
+            "pre-tokenization pattern name");
+}

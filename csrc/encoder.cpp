@@ -1,0 +1,208 @@
+#include "encoder.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "chunking.h"
+
+namespace storygpt {
+
+namespace {
+constexpr int64_t kMaxTokenId = (int64_t(1) << 26) - 1;
+constexpr size_t kShortChunk = 64;                     // encode_short up to here, encode_long above
+constexpr size_t kMaxCachedChunk = 256;                // longer chunks are not cached
+constexpr size_t kPrivateCacheFrom = size_t(1) << 16;  // texts this long pay for a LocalCache
+
+void check_id(int64_t id, const char* what) {
+    if (id < 0 || id > kMaxTokenId)
+        throw std::invalid_argument(std::string(what) + " " + std::to_string(id) + " is out of range [0, " +
+                                    std::to_string(kMaxTokenId) + "]");
+}
+
+std::string describe(size_t i, const MergeRule& m) {
+    return "merge " + std::to_string(i) + " (" + std::to_string(m.left) + ", " + std::to_string(m.right) + ") -> " +
+           std::to_string(m.new_id);
+}
+}  // namespace
+
+Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::vector<int64_t>>& byte_ids,
+                 Pattern pattern, const std::optional<std::vector<int64_t>>& ranks)
+    : pattern_(pattern), num_merges_(merges.size()), merges_(merges.size()), cache_(new SharedCache()) {
+    if (byte_ids && byte_ids->size() != 256)
+        throw std::invalid_argument("byte_ids must hold 256 distinct ids, got " + std::to_string(byte_ids->size()));
+    if (ranks && ranks->size() != merges.size())
+        throw std::invalid_argument("ranks has " + std::to_string(ranks->size()) + " entries for " +
+                                    std::to_string(merges.size()) + " merges");
+    std::vector<std::string> vocab;
+    auto define = [&](int64_t id, std::string bytes) {
+        if (static_cast<size_t>(id) >= vocab.size()) {
+            vocab.resize(id + 1);
+            token_defined_.resize(id + 1, 0);
+        }
+        token_defined_[id] = 1;
+        vocab[id] = std::move(bytes);
+    };
+    for (int b = 0; b < 256; ++b) {
+        const int64_t id = byte_ids ? (*byte_ids)[b] : b;
+        check_id(id, "byte id");
+        if (has_token(id)) throw std::invalid_argument("byte_ids must hold 256 distinct ids");
+        define(id, std::string(1, static_cast<char>(b)));
+        byte_ids_[b] = static_cast<uint32_t>(id);
+    }
+    // Ranks as dense indices, preserving order and ties.
+    std::vector<int64_t> distinct_ranks = ranks ? *ranks : std::vector<int64_t>();
+    std::sort(distinct_ranks.begin(), distinct_ranks.end());
+    distinct_ranks.erase(std::unique(distinct_ranks.begin(), distinct_ranks.end()), distinct_ranks.end());
+    for (size_t i = 0; i < merges.size(); ++i) {
+        const MergeRule& m = merges[i];
+        if (!has_token(m.left) || !has_token(m.right))
+            throw std::invalid_argument(describe(i, m) + " uses an id not defined before it");
+        check_id(m.new_id, "new id");
+        std::string bytes = vocab[m.left] + vocab[m.right];
+        if (!has_token(m.new_id))
+            define(m.new_id, bytes);
+        else if (vocab[m.new_id] != bytes)  // several merges may make one token (rank files), never other bytes
+            throw std::invalid_argument(describe(i, m) + " makes an id that already stands for other bytes");
+        const uint64_t rank =
+            ranks ? std::lower_bound(distinct_ranks.begin(), distinct_ranks.end(), (*ranks)[i]) - distinct_ranks.begin()
+                  : i;
+        const uint64_t key = pair_key(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right));
+        bool inserted;  // the first merge of a pair wins (as the reference's dict.setdefault)
+        merges_.find_or_insert(
+            mix64(key), [key](const MergeEntry& e) { return e.pair == key; },
+            [&]() { return MergeEntry{key, (rank << 32) | static_cast<uint64_t>(m.new_id)}; }, inserted);
+    }
+    token_offset_.assign(vocab.size() + 1, 0);
+    for (size_t id = 0; id < vocab.size(); ++id) token_offset_[id + 1] = token_offset_[id] + vocab[id].size();
+    token_blob_.reserve(token_offset_.back());
+    for (const auto& v : vocab) token_blob_ += v;
+}
+
+void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
+    if (n == 0) return;
+    if (n <= kShortChunk)
+        encode_short(p, n, out);
+    else
+        encode_long(p, n, out);
+}
+
+void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const {
+    if (n == 1) {
+        out.push_back(byte_ids_[p[0]]);
+        return;
+    }
+    if (n > kMaxCachedChunk) {
+        encode_chunk_uncached(p, n, out);
+        return;
+    }
+    const uint64_t h = hash_bytes(p, n);
+    if (local && local->get(p, n, h, out)) return;
+    const size_t before = out.size();
+    if (!cache_->get(p, n, h, out)) {
+        encode_chunk_uncached(p, n, out);
+        cache_->put(p, n, h, out.data() + before, out.size() - before);
+    }
+    if (local) local->put(p, n, h, out.data() + before, out.size() - before);
+}
+
+void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const {
+    std::vector<size_t> ends;
+    split_chunks(data, pattern_, ends);
+    out.reserve(out.size() + data.size() / 3);
+    const auto* base = reinterpret_cast<const unsigned char*>(data.data());
+    size_t start = 0;
+    for (size_t end : ends) {
+        encode_chunk(base + start, end - start, out, local);
+        start = end;
+    }
+}
+
+void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
+    if (data.size() >= kPrivateCacheFrom) {
+        LocalCache local;
+        encode_pieces(data, out, &local);
+    } else {
+        encode_pieces(data, out, nullptr);
+    }
+}
+
+void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_threads, std::vector<uint32_t>& ids,
+                           std::vector<int64_t>& offsets) const {
+    const int threads = resolve_threads(num_threads);
+    // Groups of consecutive texts of roughly equal byte size.
+    size_t total = 0;
+    for (auto t : texts) total += t.size();
+    const size_t target = std::max<size_t>(1 << 16, total / (static_cast<size_t>(threads) * 8) + 1);
+    std::vector<size_t> group_start{0};
+    for (size_t i = 0, bytes = 0; i < texts.size(); ++i) {
+        bytes += texts[i].size();
+        if (bytes >= target && i + 1 < texts.size()) {
+            group_start.push_back(i + 1);
+            bytes = 0;
+        }
+    }
+    group_start.push_back(texts.size());
+    const size_t n_groups = group_start.size() - 1;
+    std::vector<std::vector<uint32_t>> group_ids(n_groups);
+    std::vector<int64_t> lengths(texts.size(), 0);
+    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    parallel_for(n_groups, threads, [&](size_t g, size_t w) {
+        if (!locals[w]) locals[w].reset(new LocalCache());
+        for (size_t i = group_start[g]; i < group_start[g + 1]; ++i) {
+            const size_t before = group_ids[g].size();
+            encode_pieces(texts[i], group_ids[g], locals[w].get());
+            lengths[i] = static_cast<int64_t>(group_ids[g].size() - before);
+        }
+    });
+    offsets.assign(texts.size() + 1, 0);
+    for (size_t i = 0; i < texts.size(); ++i) offsets[i + 1] = offsets[i] + lengths[i];
+    ids.clear();
+    ids.reserve(static_cast<size_t>(offsets.back()));
+    for (auto& g : group_ids) {
+        ids.insert(ids.end(), g.begin(), g.end());
+        std::vector<uint32_t>().swap(g);
+    }
+}
+
+void Encoder::encode_file(const std::string& path, int num_threads, size_t window_bytes,
+                          std::vector<uint32_t>& out) const {
+    constexpr size_t kTaskChunks = 4096;
+    const int threads = resolve_threads(num_threads);
+    InputFile file(path);
+    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    for (auto& local : locals) local.reset(new LocalCache());
+    std::vector<std::vector<uint32_t>> parts;
+    auto encode_run = [&](const ChunkBatch& batch, const ChunkRun& run, std::vector<uint32_t>& ids, size_t w) {
+        batch.for_each_chunk(run, [&](std::string_view chunk) {
+            encode_chunk(reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size(), ids, locals[w].get());
+        });
+    };
+    auto on_batch = [&](const ChunkBatch& batch) {
+        const std::vector<ChunkRun> tasks = batch.tasks(kTaskChunks);
+        if (threads == 1 || tasks.size() == 1) {
+            for (const ChunkRun& task : tasks) encode_run(batch, task, out, 0);
+            return;
+        }
+        parts.assign(tasks.size(), {});
+        parallel_for(tasks.size(), threads, [&](size_t t, size_t w) { encode_run(batch, tasks[t], parts[t], w); });
+        for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+    };
+    stream_chunks([&](std::string& buf, size_t n) { return file.read_append(buf, n); }, SpecialSplitter({}), pattern_,
+                  threads, std::max<size_t>(window_bytes, 1), on_batch);
+}
+
+std::string_view Encoder::token_bytes(int64_t id) const {
+    if (!has_token(id)) throw std::invalid_argument("unknown token id " + std::to_string(id));
+    return std::string_view(token_blob_).substr(token_offset_[id], token_offset_[id + 1] - token_offset_[id]);
+}
+
+std::string Encoder::decode(const int64_t* ids, size_t n) const {
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) total += token_bytes(ids[i]).size();
+    std::string out;
+    out.reserve(total);
+    for (size_t i = 0; i < n; ++i) out += token_bytes(ids[i]);
+    return out;
+}
+
+}  // namespace storygpt

@@ -1,0 +1,97 @@
+// Byte-level BPE encoder (general form).  Pure C++17 (no Python types).
+//
+// Semantics: storygpt/tokenizers/bpe_reference.py Encoder; the tests check
+// this code against it (and tiktoken) token for token.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chunk_cache.h"
+#include "common.h"
+#include "pretokenize.h"
+
+namespace storygpt {
+
+struct MergeRule {
+    int64_t left, right, new_id;
+};
+
+// Inside each pre-tokenization chunk the adjacent pair with the lowest rank
+// is merged (leftmost on equal ranks), again and again.  Thread-safe: all
+// methods are const and may run from several threads at once.
+class Encoder {
+   public:
+    // byte_ids: 256 distinct ids (none: byte b is id b); ranks: one per merge
+    // (none: the merge's position).  Throws std::invalid_argument for
+    // malformed input, with the reference's messages.
+    Encoder(const std::vector<MergeRule>& merges, const std::optional<std::vector<int64_t>>& byte_ids, Pattern pattern,
+            const std::optional<std::vector<int64_t>>& ranks);
+
+    // Appends the ids of `data` (ordinary text, no special tokens) to `out`.
+    void encode(std::string_view data, std::vector<uint32_t>& out) const;
+
+    // Encodes every text; ids concatenated into `ids`, offsets[k]..offsets[k+1]
+    // are text k's (offsets has texts.size() + 1 entries).
+    void encode_batch(const std::vector<std::string_view>& texts, int num_threads, std::vector<uint32_t>& ids,
+                      std::vector<int64_t>& offsets) const;
+
+    // Streams a file in windows of `window_bytes` and appends its ids to
+    // `out`; equals encode(whole file).  Throws FileError naming the path.
+    void encode_file(const std::string& path, int num_threads, size_t window_bytes, std::vector<uint32_t>& out) const;
+
+    // Concatenated bytes of the ids; throws std::invalid_argument
+    // ("unknown token id N").
+    std::string decode(const int64_t* ids, size_t n) const;
+    // Bytes of one token; throws std::invalid_argument for an unknown id.
+    std::string_view token_bytes(int64_t id) const;
+    bool has_token(int64_t id) const {
+        return id >= 0 && static_cast<uint64_t>(id) < token_defined_.size() && token_defined_[id];
+    }
+
+    uint32_t vocab_size() const { return static_cast<uint32_t>(token_defined_.size()); }  // max id + 1
+    Pattern pattern() const { return pattern_; }
+    size_t num_merges() const { return num_merges_; }
+
+    // Encodes one chunk without any cache (for tests and benchmarks).
+    void encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+
+   private:
+    // A merge: rank index << 32 | new id, or kNoMerge.
+    static constexpr uint64_t kNoMerge = ~uint64_t(0);
+    struct MergeEntry {
+        uint64_t pair;  // pair_key(left, right)
+        uint64_t rank_and_id;
+    };
+    struct MergeHash {
+        uint64_t operator()(const MergeEntry& e) const { return mix64(e.pair); }
+    };
+    uint64_t lookup(uint32_t left, uint32_t right) const {
+        const uint64_t key = pair_key(left, right);
+        const uint32_t i = merges_.find(mix64(key), [key](const MergeEntry& e) { return e.pair == key; });
+        return i == merges_.kNotFound ? kNoMerge : merges_[i].rank_and_id;
+    }
+
+    void encode_pieces(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const;
+    void encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const;
+    void encode_short(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+    void encode_long(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+
+    Pattern pattern_;
+    size_t num_merges_ = 0;
+    std::array<uint32_t, 256> byte_ids_{};
+    HashMap<MergeEntry, MergeHash> merges_;  // first occurrence of each pair
+    // vocabulary: bytes of id = token_blob_[token_offset_[id], token_offset_[id + 1])
+    std::vector<uint64_t> token_offset_;
+    std::string token_blob_;
+    std::vector<uint8_t> token_defined_;
+    std::unique_ptr<SharedCache> cache_;
+};
+
+}  // namespace storygpt
