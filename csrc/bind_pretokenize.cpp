@@ -23,8 +23,8 @@ void bind_pretokenize(py::module_& m) {
             if (!out) throw py::error_already_set();
             size_t start = 0;
             for (size_t k = 0; k < ends.size(); ++k) {
-                PyObject* chunk = PyBytes_FromStringAndSize(view.data() + start,
-                                                            static_cast<Py_ssize_t>(ends[k] - start));
+                PyObject* chunk =
+                    PyBytes_FromStringAndSize(view.data() + start, static_cast<Py_ssize_t>(ends[k] - start));
                 if (!chunk) {
                     Py_DECREF(out);
                     throw py::error_already_set();

@@ -30,10 +30,14 @@ Pattern parse_pattern(const std::string& name) {
 
 const char* pattern_name(Pattern p) {
     switch (p) {
-        case Pattern::Simple: return "simple";
-        case Pattern::GPT2: return "gpt2";
-        case Pattern::GPT4: return "gpt4";
-        case Pattern::O200K: return "o200k";
+        case Pattern::Simple:
+            return "simple";
+        case Pattern::GPT2:
+            return "gpt2";
+        case Pattern::GPT4:
+            return "gpt4";
+        case Pattern::O200K:
+            return "o200k";
     }
     return "?";
 }
@@ -80,8 +84,7 @@ inline size_t simple_word_run(const unsigned char* s, size_t n, size_t j) {
         const __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
         const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(raw, d_lo), _mm_cmplt_epi8(raw, d_hi));
         const __m128i high = _mm_cmplt_epi8(raw, zero);
-        const unsigned m = static_cast<unsigned>(
-            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), high)));
+        const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), high)));
         if (m != 0xFFFF) return j + static_cast<size_t>(__builtin_ctz(~m));
         j += 16;
     }
@@ -106,9 +109,9 @@ size_t match_simple(const unsigned char* s, size_t n, size_t i) {
 // ---------------------------------------------------------------------------
 // Unicode classes and UTF-8 decoding for "gpt2" / "gpt4".
 
+using unicode_tables::kBlockBits;
 using unicode_tables::kClassStage1;
 using unicode_tables::kClassStage2;
-using unicode_tables::kBlockBits;
 constexpr uint8_t kOther = unicode_tables::kOther;
 constexpr uint8_t kLetter = unicode_tables::kLetter;
 constexpr uint8_t kNumber = unicode_tables::kNumber;
@@ -152,8 +155,8 @@ inline size_t run_of(const unsigned char* s, size_t n, size_t j, uint8_t cls) {
         const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1), bit = _mm_set1_epi8(0x20);
         while (j + 16 <= n) {
             const __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j)), bit);
-            const unsigned m = static_cast<unsigned>(
-                _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi))));
+            const unsigned m =
+                static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi))));
             if (m == 0xFFFF) {
                 j += 16;
                 continue;
@@ -217,14 +220,13 @@ size_t match_gpt2(const unsigned char* s, size_t n, size_t i) {
         if (b1 == 's' || b1 == 'd' || b1 == 'm' || b1 == 't') return i + 2;
         if (i + 2 < n) {
             const unsigned char b2 = s[i + 2];
-            if ((b1 == 'l' && b2 == 'l') || (b1 == 'v' && b2 == 'e') || (b1 == 'r' && b2 == 'e'))
-                return i + 3;
+            if ((b1 == 'l' && b2 == 'l') || (b1 == 'v' && b2 == 'e') || (b1 == 'r' && b2 == 'e')) return i + 3;
         }
     }
     uint32_t len0;
     const uint8_t k0 = class_at(s, n, i, len0);
     if (k0 != kSpace) return run_of(s, n, i + len0, k0);  // \p{L}++ | \p{N}++ | [^\s\p{L}\p{N}]++
-    if (b0 == ' ' && i + 1 < n) {                          // the optional leading space
+    if (b0 == ' ' && i + 1 < n) {                         // the optional leading space
         uint32_t len1;
         const uint8_t k1 = class_at(s, n, i + 1, len1);
         if (k1 != kSpace) return run_of(s, n, i + 1 + len1, k1);
@@ -274,17 +276,20 @@ size_t match_gpt4(const unsigned char* s, size_t n, size_t i) {
         if (k1 == kOther) j = run_of(s, n, j + len1, kOther);  // c1 is already decoded
         return crlf_run(s, n, j);
     }
-    if (b0 == ' ' && k1 == kOther && i + 1 < n)
-        return crlf_run(s, n, run_of(s, n, i + 1 + len1, kOther));
+    if (b0 == ' ' && k1 == kOther && i + 1 < n) return crlf_run(s, n, run_of(s, n, i + 1 + len1, kOther));
     return match_space<true>(s, n, i);
 }
 
 inline size_t match_at(const unsigned char* s, size_t n, size_t i, Pattern pattern) {
     switch (pattern) {
-        case Pattern::GPT2: return match_gpt2(s, n, i);
-        case Pattern::GPT4: return match_gpt4(s, n, i);
-        case Pattern::O200K: return detail::match_o200k(s, n, i);
-        case Pattern::Simple: break;
+        case Pattern::GPT2:
+            return match_gpt2(s, n, i);
+        case Pattern::GPT4:
+            return match_gpt4(s, n, i);
+        case Pattern::O200K:
+            return detail::match_o200k(s, n, i);
+        case Pattern::Simple:
+            break;
     }
     return match_simple(s, n, i);
 }
@@ -304,10 +309,18 @@ void split_with(std::string_view data, std::vector<size_t>& ends) {
 
 void split_chunks(std::string_view data, Pattern pattern, std::vector<size_t>& ends) {
     switch (pattern) {
-        case Pattern::Simple: split_with<match_simple>(data, ends); return;
-        case Pattern::GPT2: split_with<match_gpt2>(data, ends); return;
-        case Pattern::GPT4: split_with<match_gpt4>(data, ends); return;
-        case Pattern::O200K: split_with<detail::match_o200k>(data, ends); return;
+        case Pattern::Simple:
+            split_with<match_simple>(data, ends);
+            return;
+        case Pattern::GPT2:
+            split_with<match_gpt2>(data, ends);
+            return;
+        case Pattern::GPT4:
+            split_with<match_gpt4>(data, ends);
+            return;
+        case Pattern::O200K:
+            split_with<detail::match_o200k>(data, ends);
+            return;
     }
 }
 

@@ -74,8 +74,7 @@ inline char contraction_letter(uint32_t cp) {
         return 0;
     }
     for (int k = 0; k < unicode_tables::kNumContractionFolds; ++k)
-        if (unicode_tables::kContractionFolds[k].code_point == cp)
-            return unicode_tables::kContractionFolds[k].letter;
+        if (unicode_tables::kContractionFolds[k].code_point == cp) return unicode_tables::kContractionFolds[k].letter;
     return 0;
 }
 

@@ -118,8 +118,7 @@ size_t match_o200k(const unsigned char* s, size_t n, size_t i) {
     uint32_t len0;
     const uint8_t c0 = class_at(s, n, i, len0);
     // [^\r\n\p{L}\p{N}]? may take s[i]: other, mark or white space but \r, \n.
-    const bool prefix = (c0 == kOther || c0 == kMark || c0 == kSpace) && s[i] != '\r' && s[i] != '\n' &&
-                        i + len0 < n;
+    const bool prefix = (c0 == kOther || c0 == kMark || c0 == kSpace) && s[i] != '\r' && s[i] != '\n' && i + len0 < n;
     // Alternatives 1 and 2, each first with the prefix taken (the greedy ?), then without it.
     for (auto alt : {alt_lower, alt_upper}) {
         size_t e = prefix ? alt(s, n, i + len0) : kFail;

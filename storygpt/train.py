@@ -861,6 +861,17 @@ def save(s: Session, state: TrainState, best: bool) -> None:
         kept = "the previous checkpoint is kept" if s.files.ckpt.exists() else "no checkpoint was written"
         why = e.strerror or os.strerror(e.errno or errno.EIO)
         raise RunError(f"cannot write {show(path)}: {why}; {kept}") from None
+    refresh_plot(s)
+
+
+def refresh_plot(s: Session) -> None:
+    """Redraw RUN/loss.png (held-out bits/char curves); a plot that fails never stops training."""
+    from storygpt.plot import write_loss_png
+
+    try:
+        write_loss_png(s.files.folder)
+    except (OSError, ValueError) as e:
+        s.log(f"warning: loss.png not refreshed: {e}")
 
 
 def log_master(msg: str) -> None:

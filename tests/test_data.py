@@ -428,12 +428,11 @@ def test_prepare_writes_every_file(prepared):
             for f, e in (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"), ("stats", "json"))
         ]
     )
-    assert (folder / "train-bpe.bin").samefile(folder / "train-bpe-300.bin")
     assert corpora.read_documents(folder / "train.txt") == corpus.train
     assert corpora.read_documents(folder / "valid.txt") == corpus.valid
     assert len(corpus.valid) == 3  # round(12 * 0.25)
-    for kind in ("bpe", "word"):
-        on_disk = json.loads((folder / f"stats-{kind}.json").read_text())
+    for kind, slug in (("bpe", "bpe-300"), ("word", "word-30")):
+        on_disk = json.loads((folder / f"stats-{slug}.json").read_text())
         assert on_disk["splits"] == stats[kind]["splits"]
     for p in folder.iterdir():
         assert p.stat().st_mode & 0o777 == corpora.file_mode(), p
@@ -446,7 +445,7 @@ def test_encoding_streams_in_bounded_batches(prepared, tmp_path):
 
     t = _tokenizers()
     folder, corpus, _ = prepared
-    tok = t.load(folder / "tokenizer-bpe.json")
+    tok = t.load(folder / "tokenizer-bpe-300.json")
     sizes = []
 
     class Recording:
@@ -462,7 +461,7 @@ def test_encoding_streams_in_bounded_batches(prepared, tmp_path):
     assert len(sizes) > 3 and max(sizes) < 100 + longest and sum(sizes) == s1["characters"]
     encode_documents(tok, corpus.train, tmp_path / "one.bin", 1, batch_chars=1 << 30, progress=False)
     assert np.array_equal(read_tokens(tmp_path / "small.bin"), read_tokens(tmp_path / "one.bin"))
-    assert np.array_equal(read_tokens(tmp_path / "one.bin"), read_tokens(folder / "train-bpe.bin"))
+    assert np.array_equal(read_tokens(tmp_path / "one.bin"), read_tokens(folder / "train-bpe-300.bin"))
 
 
 def _split_at(ids: np.ndarray, sep: int) -> list[np.ndarray]:
@@ -477,10 +476,10 @@ def test_valid_bpe_bin_decodes_to_the_validation_text_exactly(prepared):
     between documents, none at the ends, none produced by the merges)."""
     t = _tokenizers()
     folder, corpus, stats = prepared
-    tok = t.load(folder / "tokenizer-bpe.json")
+    tok = t.load(folder / "tokenizer-bpe-300.json")
     for split in ("train", "valid"):
         docs = corpora.read_documents(folder / f"{split}.txt")
-        ids = np.asarray(read_tokens(folder / f"{split}-bpe.bin", tok))
+        ids = np.asarray(read_tokens(folder / f"{split}-bpe-300.bin", tok))
         assert ids.dtype == np.uint16
         assert tok.decode(ids) == EOT.join(docs)
         assert int(np.count_nonzero(ids == tok.eot_id)) == len(docs) - 1
@@ -504,7 +503,7 @@ def test_bpe_tokenizer_matches_the_reference_trainer(prepared):
 
     t = _tokenizers()
     folder, corpus, _ = prepared
-    tok = t.load(folder / "tokenizer-bpe.json")
+    tok = t.load(folder / "tokenizer-bpe-300.json")
     ref = bpe_reference.train(EOT.join(corpus.train), 300, "gpt4", [b"<pad>", EOT.encode()])
     assert [tuple(m[:2]) for m in tok.merges] == [tuple(m) for m in ref]
     assert tok.vocab_size == 256 + len(ref) + 2
@@ -513,11 +512,11 @@ def test_bpe_tokenizer_matches_the_reference_trainer(prepared):
 def test_word_bins_decode_with_unk(prepared):
     t = _tokenizers()
     folder, corpus, stats = prepared
-    tok = t.load(folder / "tokenizer-word.json")
+    tok = t.load(folder / "tokenizer-word-30.json")
     assert tok.unk_id is not None
     for split in ("train", "valid"):
         docs = corpora.read_documents(folder / f"{split}.txt")
-        ids = np.asarray(read_tokens(folder / f"{split}-word.bin", tok))
+        ids = np.asarray(read_tokens(folder / f"{split}-word-30.bin", tok))
         pieces = _split_at(ids, tok.eot_id)
         assert len(pieces) == len(docs)
         unk = 0
@@ -535,15 +534,15 @@ def test_word_bins_decode_with_unk(prepared):
 def test_headers_are_checked(prepared, tmp_path):
     t = _tokenizers()
     folder, _, _ = prepared
-    bpe = t.load(folder / "tokenizer-bpe.json")
-    word = t.load(folder / "tokenizer-word.json")
-    good = folder / "valid-bpe.bin"
+    bpe = t.load(folder / "tokenizer-bpe-300.json")
+    word = t.load(folder / "tokenizer-word-30.json")
+    good = folder / "valid-bpe-300.bin"
     h = read_header(good)
     assert h["fingerprint"] == bpe.fingerprint()[:32] and h["count"] == (good.stat().st_size - HEADER_SIZE) // 2
     with pytest.raises(ValueError, match="another tokenizer"):
         read_tokens(good, word)
     with pytest.raises(ValueError, match="another tokenizer"):
-        read_tokens(folder / "valid-word.bin", bpe)
+        read_tokens(folder / "valid-word-30.bin", bpe)
     raw = good.read_bytes()
     bad_magic = tmp_path / "magic.bin"
     bad_magic.write_bytes(b"NOTATOK\0" + raw[8:])
@@ -598,10 +597,10 @@ def test_data_py_subprocess(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     folder = out / "tiny stories"  # the file stem
-    stats = json.loads((folder / "stats-bpe.json").read_text())
+    stats = json.loads((folder / "stats-bpe-300.json").read_text())
     assert stats["vocab_size"] == 300 and stats["pattern"] == "gpt4"
     assert stats["splits"]["valid"]["documents"] == 1 and stats["splits"]["train"]["documents"] == 11
-    assert read_header(folder / "train-bpe.bin")["count"] == stats["splits"]["train"]["tokens"]
+    assert read_header(folder / "train-bpe-300.bin")["count"] == stats["splits"]["train"]["tokens"]
     assert "Zorblax" in proc.stdout and "Once upon a time, a cat said hello" in proc.stdout
 
 
@@ -644,7 +643,7 @@ def test_data_py_tinystories_from_local_mirror(tmp_path, capsys):
     expect_valid = [s.strip() for d in valid_docs for s in d.split(EOT) if s.strip()]
     assert corpora.read_documents(folder / "valid.txt") == expect_valid
     assert corpora.read_documents(folder / "train.txt") == [d.strip() for d in train_docs]
-    stats = json.loads((folder / "stats-word.json").read_text())
+    stats = json.loads((folder / "stats-word-40.json").read_text())
     assert stats["splits"]["valid"]["documents"] == len(expect_valid)
     assert "Zorblax" in cap.out
 
@@ -701,9 +700,9 @@ def test_large_corpus_trains_from_train_txt(tmp_path, monkeypatch):
     monkeypatch.setattr(prep, "TRAIN_FROM_FILE_CHARS", 0)
     corpus = prep.Corpus("big", TINY_DOCS[:9], TINY_DOCS[9:], "TINY_DOCS")
     prep.prepare("bpe", corpus, tmp_path, vocab_size=290, pattern="gpt2", num_threads=1, progress=False)
-    tok = _tokenizers().load(tmp_path / "big" / "tokenizer-bpe.json")
+    tok = _tokenizers().load(tmp_path / "big" / "tokenizer-bpe-290.json")
     text = (tmp_path / "big" / "train.txt").read_bytes()
     ref = bpe_reference.train(text, 290, "gpt2", [b"<pad>", EOT.encode()])
     assert [tuple(m[:2]) for m in tok.merges] == [tuple(m) for m in ref]
-    ids = read_tokens(tmp_path / "big" / "valid-bpe.bin", tok)
+    ids = read_tokens(tmp_path / "big" / "valid-bpe-290.bin", tok)
     assert tok.decode(ids) == EOT.join(TINY_DOCS[9:])

@@ -132,8 +132,6 @@ def test_data_py_writes_slug_files_for_every_kind(prepared):
         share = stats["splits"]["valid"]["unk_share"]
         assert (share is None) == (tok.unk_id is None), spec  # unk reported only where the kind has one
     assert slugs["byte"] == "byte" and load(folder / "tokenizer-byte.json").vocab_size == 257
-    # the legacy names pretrain.py reads today point at the same files
-    assert (folder / "train-bpe.bin").samefile(folder / "train-bpe-300.bin")
 
 
 def test_bits_and_sample_for_every_kind(prepared, capsys):

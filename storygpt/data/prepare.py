@@ -47,7 +47,6 @@ from .binfile import TokenWriter
 #: Default pre-tokenization pattern for BPE (see docs/data.md for why).
 DEFAULT_PATTERN = "gpt4"
 SPECIAL_TOKENS = ("<pad>", corpora.EOT)
-#: Kinds whose files are also linked under their storygpt 0.x names (train-bpe.bin, ...).
 
 
 @dataclass
