@@ -160,6 +160,8 @@ def test_heldout_bits_agree_with_evaluate_bits(tmp_path):
         "6",
         "--eval-chars",
         "200",
+        "--dtype",
+        "float32",  # auto is bfloat16 on a CPU with native bfloat16; bits.py measures in float32
     )
     model, tok, _ = load_checkpoint(tmp_path / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt")
     docs = take_characters(read_documents(data / "valid.txt"), 200)
