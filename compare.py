@@ -36,7 +36,7 @@ from storygpt.helpformat import DefaultsOnceHelpFormatter
 HERE = Path(__file__).resolve().parent
 PROG = "compare.py"
 
-#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: estimated at 20-25 minutes on 2 CPU cores).
+#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
 #: The default budget: training FLOPs per run (docs/compare.md explains the choice).
 DEFAULT_BUDGET_FLOPS = 5e12
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report.md, results.csv, results.json and plots. Running it again skips the runs that have finished "
         "and continues the ones that were interrupted.",
         epilog="Default: " + " ".join(DEFAULT_SPECS) + f", {number(DEFAULT_BUDGET_FLOPS)} training FLOPs each, the "
-        "small model shape, the Shakespeare corpus: estimated at 20-25 minutes on 2 CPU cores (docs/compare.md).",
+        "small model shape, the Shakespeare corpus: about 14 minutes on 2 CPU cores, measured (docs/compare.md).",
         formatter_class=DefaultsOnceHelpFormatter,
     )
     p.add_argument(
@@ -763,10 +763,11 @@ def collect(runs: list[Run]):
 
 def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
     from storygpt.report import ReportMeta
+    from storygpt.train import show
 
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
-    source = bits.get("text", data_dir / "valid.txt")
+    source = show(bits.get("text", data_dir / "valid.txt"))  # relative to the working directory when below it
     if settings.bits_chars == 0 or n < settings.bits_chars:
         heldout = f"all {n:,} characters of {source}, the same for every tokenizer"
     else:
