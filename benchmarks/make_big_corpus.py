@@ -33,8 +33,8 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
 from storygpt.atomic import atomic_write  # noqa: E402
+from storygpt.tokenizers import EOT  # noqa: E402
 
-EOT = "<|endoftext|>"
 SHARED = ROOT.parent / "shared" / "corpora"
 DEFAULT_SOURCES = [
     SHARED / "english_literature_plus_kjv.txt",

@@ -51,7 +51,6 @@ import sys
 import time
 from pathlib import Path
 
-EOT = "<|endoftext|>"
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
@@ -62,9 +61,9 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _read_docs(path: str) -> tuple[str, list[str]]:
+def _read_docs(path: str, eot: str) -> tuple[str, list[str]]:
     text = Path(path).read_text(encoding="utf-8")
-    return text, text.split(EOT)
+    return text, text.split(eot)
 
 
 def _merge_pairs(tok) -> list[list[str]]:
@@ -91,8 +90,8 @@ def _timed(fn, repeats: int):
     return out, (walls, cpus)
 
 
-def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: str, repeats: int) -> dict:
-    text, docs = _read_docs(path)
+def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: str, repeats: int, eot: str) -> dict:
+    text, docs = _read_docs(path, eot)
     base = _peak_mb()
     if lib == "storygpt":
         from storygpt import _bpe
@@ -104,7 +103,7 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
                 data,
                 vocab_size=vocab_size + 1,
                 pattern=pattern,
-                special_tokens=[EOT.encode()],
+                special_tokens=[eot.encode()],
                 num_threads=threads,
             ),
             repeats,
@@ -154,7 +153,7 @@ def worker_train(lib: str, path: str, vocab_size: int, threads: int, pattern: st
     return {"times": times[0], "cpu": times[1], "peak_mb": _peak_mb(), "base_mb": base, "merges": pairs}
 
 
-def _documents(path: str, block: int = 1 << 20):
+def _documents(path: str, eot: str, block: int = 1 << 20):
     """The documents of a file, read in blocks (never whole): exactly ``text.split("<|endoftext|>")``."""
     carry = ""
     with open(path, encoding="utf-8") as f:
@@ -162,14 +161,14 @@ def _documents(path: str, block: int = 1 << 20):
             data = f.read(block)
             if not data:
                 break
-            parts = (carry + data).split(EOT)
+            parts = (carry + data).split(eot)
             # the last part may go on in the next block; so may a separator cut in two
             carry = parts.pop()
             yield from parts
     yield carry
 
 
-def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: str) -> dict:
+def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: str, eot: str) -> dict:
     """Train from a file without holding it: storygpt streams it in C++, the others get a document iterator."""
     from storygpt.tokenizers.bpe_reference import PATTERNS
 
@@ -179,7 +178,7 @@ def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: st
         from storygpt import _bpe
 
         merges = _bpe.train(
-            files=[path], vocab_size=vocab_size + 1, pattern=pattern, special_tokens=[EOT.encode()], num_threads=threads
+            files=[path], vocab_size=vocab_size + 1, pattern=pattern, special_tokens=[eot.encode()], num_threads=threads
         )
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         vocab = [bytes([b]) for b in range(256)]
@@ -190,7 +189,7 @@ def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: st
         import rustbpe
 
         tok = rustbpe.Tokenizer()
-        tok.train_from_iterator(_documents(path), vocab_size, pattern=PATTERNS[pattern])
+        tok.train_from_iterator(_documents(path, eot), vocab_size, pattern=PATTERNS[pattern])
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         pairs = _merge_pairs(tok)
     elif lib == "hf":
@@ -209,7 +208,7 @@ def worker_scale(lib: str, path: str, vocab_size: int, threads: int, pattern: st
             show_progress=False,
             special_tokens=[],
         )
-        tok.train_from_iterator(_documents(path), trainer)
+        tok.train_from_iterator(_documents(path, eot), trainer)
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         pairs = None
     else:
@@ -237,8 +236,8 @@ def synthetic(mode: str) -> str:
     return SYNTHETIC[kind] * n
 
 
-def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str, encoding: str) -> dict:
-    text, docs = _read_docs(path)
+def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str, encoding: str, eot: str) -> dict:
+    text, docs = _read_docs(path, eot)
     if mode == "long":
         inputs = [text]
     elif mode == "batch":
@@ -327,12 +326,15 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str, en
 
 # --------------------------------------------------------------------------- driver
 def run_worker(spec: dict, threads: int) -> dict | None:
+    # the separator is imported here, in the driver: a worker that imported storygpt would measure numpy's memory
+    from storygpt.tokenizers import EOT
+
     env = dict(os.environ)
     env["RAYON_NUM_THREADS"] = str(threads)  # rustbpe, tokenizers
     env["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
     env["OMP_NUM_THREADS"] = str(threads)
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", json.dumps(spec)],
+        [sys.executable, __file__, "--worker", json.dumps({**spec, "eot": EOT})],
         capture_output=True,
         text=True,
         env=env,

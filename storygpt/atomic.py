@@ -16,6 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+TMP_SUFFIX = ".tmp"
+
+
+def leftovers(path: str | os.PathLike) -> list[Path]:
+    """The temporary files of :func:`atomic_write` for ``path`` that a killed process left beside it."""
+    path = Path(path)
+    return sorted(path.parent.glob(f".{path.name}.*{TMP_SUFFIX}"))
+
 
 def file_mode() -> int:
     """The mode a newly created file gets under the current umask (e.g. 0o644)."""
@@ -48,7 +56,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=folder)
     try:
         os.chmod(tmp, file_mode())  # mkstemp creates 0600; give the usual permissions
         if mode == "w":

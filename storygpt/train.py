@@ -40,6 +40,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from storygpt import atomic
 from storygpt.atomic import write_text
 from storygpt.checkpoint import clean_state_dict, rng_state, save_checkpoint, set_rng_state
 from storygpt.runtime import Dist, StopFlag
@@ -1070,7 +1071,7 @@ def tokenizer_from_stored(d: dict):
 def remove_leftovers(folder: Path) -> None:
     """Temporary files a killed run (kill -9, power loss) left in ``folder``; the files under final names are whole."""
     for name in ("ckpt.pt", "best.pt", "summary.json", "metrics.jsonl"):
-        for stale in folder.glob(f".{name}.*.tmp"):
+        for stale in atomic.leftovers(folder / name):
             stale.unlink(missing_ok=True)
 
 

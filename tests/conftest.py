@@ -1,14 +1,86 @@
-"""Fixtures shared by the tests.
+"""Fixtures, paths and helpers shared by the tests (test modules import the plain names from here).
 
-``one_torch_thread``: tiny models run fastest on one torch thread, and far faster than on two when the
-machine is busy; a test module that trains or runs models asks for it with
-``pytestmark = pytest.mark.usefixtures("one_torch_thread")`` (torch's thread count is restored after
-the module).  The shared paths and skip marks of the tokenizer tests are in ``tests/_shared.py``.
+Paths: ``REPO`` (this checkout) and ``SHARED`` (``../shared`` beside it) with ``CACHE`` (OpenAI's BPE files)
+and ``CORPORA``; importing this module points ``TIKTOKEN_CACHE_DIR`` at ``CACHE`` when it is unset, so
+tiktoken never downloads.  Skip marks: ``needs_cache``, ``needs_corpora``, ``needs_cpp``, each with a reason
+that names what is missing.
+
+Tools: :func:`load_tool` loads a top-level tool (``data.py``, ``pretrain.py``, ...) from its file, so a test
+calls its ``main()`` in-process without putting the repository on ``sys.path``; tests of what only a whole
+process shows (signals, exit status of ``python tool.py``) run it with :data:`sys.executable`.
+
+Fixtures: ``one_torch_thread`` (tiny models run fastest on one torch thread, far faster than on two when the
+machine is busy; a module that trains or runs models asks for it with
+``pytestmark = pytest.mark.usefixtures("one_torch_thread")``, the previous count is restored after the
+module), and ``tiny_run``: a tiny corpus written by data.py and a checkpoint trained by pretrain.py, which
+the bad-input tests of several tools share.
+
+Marks: ``slow`` (left out by ``scripts/test.sh``), ``perf`` (wall-clock bounds, left out by default too).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
 import pytest
+
+from storygpt.tokenizers import EOT
+from storygpt.tokenizers.bpe import _load_cpp
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CACHE = SHARED / "tiktoken_cache"
+CORPORA = SHARED / "corpora"
+if "TIKTOKEN_CACHE_DIR" not in os.environ and CACHE.is_dir():
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(CACHE)
+
+try:
+    import tiktoken  # noqa: F401  (the oracle for OpenAI vocabularies)
+
+    HAVE_TIKTOKEN = True
+except ImportError:
+    HAVE_TIKTOKEN = False
+try:
+    _load_cpp()
+    HAVE_CPP = True
+except ImportError:
+    HAVE_CPP = False
+
+needs_cache = pytest.mark.skipif(
+    not CACHE.is_dir() or not HAVE_TIKTOKEN,
+    reason=f"OpenAI BPE files not found at {CACHE}" if not CACHE.is_dir() else "tiktoken is not installed",
+)
+needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
+needs_cpp = pytest.mark.skipif(not HAVE_CPP, reason="storygpt._bpe (the C++ core) is not built")
+
+
+@functools.cache
+def load_tool(name: str) -> types.ModuleType:
+    """The tool ``REPO/<name>.py`` as a module (one per test session), loaded from its file.
+
+    Registered in ``sys.modules`` as ``_tool_<name>`` (dataclasses look their module up there);
+    ``sys.path`` is left alone.
+    """
+    module_name = f"_tool_{name}"
+    spec = importlib.util.spec_from_file_location(module_name, REPO / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def one_error_line(err: str, tool: str) -> str:
+    """The stderr of a failed run: one ``tool: error: ...`` line, no traceback; returns that line."""
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith(f"{tool}: error: ")]
+    assert len(lines) == 1, err
+    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -19,3 +91,51 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------- a corpus prepared by data.py, a tiny run
+WORDS = (
+    "the cat sat on a mat and the dog ran to the log while a bird sang in the old tree "
+    "near the river where children played all day long"
+).split()
+BPE300 = ["--tokenizer", "bpe:300"]  # the BPE token files of ``tiny_run``
+TINY_MODEL = [  # the model and run flags of ``tiny_run``'s checkpoint
+    *("--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4"),
+    *("--eval-windows", "2", "--eval-interval", "2", "--no-progress", "--threads", "1"),
+]
+
+
+def tiny_argv(data, out_dir, *extra: str) -> list[str]:
+    """pretrain.py's arguments for a run like ``tiny_run``'s: ``--data DATA``, bpe:300, ``--out-dir OUT_DIR``,
+    :data:`TINY_MODEL`, then ``extra``."""
+    return ["--data", str(data), *BPE300, "--out-dir", str(out_dir), *TINY_MODEL, *extra]
+
+
+def corpus_text(n_docs: int = 12) -> str:
+    """``n_docs`` little stories of eight random lines, separated by ``<|endoftext|>`` lines (seeded)."""
+    rng = np.random.default_rng(0)
+    docs = []
+    for d in range(n_docs):
+        lines = [" ".join(rng.choice(WORDS, 12)) + "." for _ in range(8)]
+        docs.append(f"Story {d}.\n" + "\n".join(lines))
+    return f"\n{EOT}\n".join(docs) + "\n"
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> dict[str, Path]:
+    """``root/tiny.txt`` (``src``) prepared by data.py into ``root/data/tiny`` (``corpus``: bpe-300 and word-60
+    token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``).
+    """
+    torch = pytest.importorskip("torch")
+    data_cli, pretrain = load_tool("data"), load_tool("pretrain")
+    root = tmp_path_factory.mktemp("tiny_run")
+    src = root / "tiny.txt"
+    src.write_text(corpus_text(), encoding="utf-8")
+    common = ["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--threads", "1"]
+    assert data_cli.main([*common, "--bpe", "--vocab-size", "300"]) == 0
+    assert data_cli.main([*common, "--vocab-size", "60"]) == 0
+    corpus = root / "data" / "tiny"
+    threads = torch.get_num_threads()
+    pretrain.main(tiny_argv(corpus, root / "ck", "--max-steps", "2"))
+    torch.set_num_threads(threads)
+    return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"}

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from storygpt.atomic import atomic_write, file_mode, write_bytes, write_text
+from storygpt.atomic import atomic_write, file_mode, leftovers, write_bytes, write_text
 
 
 def test_write_text_and_bytes(tmp_path):
@@ -41,3 +41,15 @@ def test_bad_mode():
     with pytest.raises(ValueError, match="'a'"):
         with atomic_write("x", "a"):
             pass
+
+
+def test_leftovers_are_the_temporary_files_of_that_path_only(tmp_path):
+    target = tmp_path / "ckpt.pt"
+    stale = tmp_path / ".ckpt.pt.efgh5678.tmp"  # what a kill -9 during atomic_write leaves
+    stale.write_bytes(b"half a checkpoint")
+    (tmp_path / ".best.pt.abcd1234.tmp").write_bytes(b"another file's")
+    with atomic_write(target, "wb") as f:
+        during = leftovers(target)  # the stale one and the one being written
+        f.write(b"whole")
+    assert len(during) == 2 and stale in during
+    assert leftovers(target) == [stale] and target.read_bytes() == b"whole"

@@ -9,9 +9,12 @@ distribution.
 
 from __future__ import annotations
 
+import json
 import math
+import random
 
 import pytest
+from conftest import REPO, load_tool, one_error_line
 
 torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
@@ -107,12 +110,8 @@ DOCS = [
 ]
 
 
-def trained_model(tok, block_size=8, steps=30):
-    torch.manual_seed(0)
-    model = TinyCausal(tok.vocab_size, block_size)
-    stream, _ = token_stream(tok, DOCS)
-    data = torch.from_numpy(stream)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+def fit(model, opt, data, block_size: int, steps: int):
+    """``steps`` steps of ``opt`` on 8 random windows of ``data`` (1-D token tensor) each; returns ``model``."""
     for _ in range(steps):
         starts = torch.randint(0, len(data) - block_size - 1, (8,))
         x = torch.stack([data[s : s + block_size] for s in starts])
@@ -122,6 +121,14 @@ def trained_model(tok, block_size=8, steps=30):
         loss.backward()
         opt.step()
     return model
+
+
+def trained_model(tok, block_size=8, steps=30):
+    torch.manual_seed(0)
+    model = TinyCausal(tok.vocab_size, block_size)
+    stream, _ = token_stream(tok, DOCS)
+    data = torch.from_numpy(stream)
+    return fit(model, torch.optim.Adam(model.parameters(), lr=3e-2), data, block_size, steps)
 
 
 def direct_nats(model, ids, block_size, stride):
@@ -311,19 +318,7 @@ def test_bad_model_output_is_reported():
 # --------------------------------------------------------------------------
 # bits.py with real checkpoints (tokenizers, GPT and checkpoint loading)
 # --------------------------------------------------------------------------
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_tool(name):
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", ROOT / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+bits = load_tool("bits")
 
 
 def story_docs(n, seed):
@@ -372,15 +367,7 @@ def make_run(folder, kind, data_dir, corpus, train_docs, *, steps=15, block_size
     torch.manual_seed(seed)
     cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=block_size, n_layer=1, n_head=2, n_embd=32, position="rope")
     model = GPT(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(steps):
-        s = torch.randint(0, len(data) - block_size - 1, (8,))
-        x = torch.stack([data[i : i + block_size] for i in s])
-        y = torch.stack([data[i + 1 : i + block_size + 1] for i in s])
-        _, loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    fit(model, torch.optim.AdamW(model.parameters(), lr=1e-2), data, block_size, steps)
     if zero_head:
         with torch.no_grad():
             model.lm_head.weight.zero_()  # logits exactly 0: the uniform distribution
@@ -412,7 +399,7 @@ def corpus(tmp_path_factory):
 
 
 def run_bits(capsys, *argv):
-    rc = load_tool("bits").main([str(a) for a in argv])
+    rc = bits.main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -513,7 +500,7 @@ def test_cli_progress_lines_when_stderr_is_not_a_terminal(corpus):
     import sys
 
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bits.py"), str(corpus["runs"]["bpe"]), "--device", "cpu", "--batch-size", "1"],
+        [sys.executable, str(REPO / "bits.py"), str(corpus["runs"]["bpe"]), "--device", "cpu", "--batch-size", "1"],
         capture_output=True,
         text=True,
         cwd=corpus["root"],
@@ -524,3 +511,45 @@ def test_cli_progress_lines_when_stderr_is_not_a_terminal(corpus):
     pcts = [int(line.split(": ")[2].split("%")[0]) for line in lines[1:]]
     assert pcts[-1] == 100 and pcts == sorted(set(pcts)) and all(p >= 10 for p in pcts)
     assert len(pcts) <= 10
+
+
+# --------------------------------------------------------------------------
+# bits.py: bad input (on ``tiny_run``, tests/conftest.py: a corpus data.py prepared, a 2-step pretrain.py run)
+# --------------------------------------------------------------------------
+def test_bits_ctrl_c(tiny_run, capsys, monkeypatch):
+    # before: a KeyboardInterrupt traceback
+    def boom(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("storygpt.evaluate.evaluate_bits", boom)
+    assert bits.main([str(tiny_run["ckpt"]), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "bits.py: interrupted" in err
+
+
+def test_bits_bad_device(tiny_run, capsys):
+    # before: a RuntimeError traceback from model.to("banana")
+    assert bits.main([str(tiny_run["ckpt"]), "--device", "banana", "--no-progress"]) == 2
+    assert "--device 'banana'" in one_error_line(capsys.readouterr().err, "bits.py")
+
+
+def test_bits_same_checkpoint_twice_is_measured_once(tiny_run, capsys):
+    # before: AttributeError: 'NoneType' object has no attribute 'to'
+    alias = tiny_run["ckpt"].parent / ".." / tiny_run["ckpt"].parent.name / "ckpt.pt"
+    assert bits.main([str(tiny_run["ckpt"]), str(alias), "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["results"]) == 1 and out["results"][0]["bits_per_character"] > 0
+
+
+def test_bits_text_is_a_folder(tiny_run, capsys):
+    # before: "--text file not found" for a folder that exists
+    assert bits.main([str(tiny_run["ckpt"]), "--text", str(tiny_run["root"]), "--no-progress"]) == 2
+    assert "is a folder" in one_error_line(capsys.readouterr().err, "bits.py")
+
+
+def test_bits_text_file_given_as_checkpoint(tiny_run, capsys):
+    # before: "cannot read checkpoint (corrupt or truncated file?): UnpicklingError: Weights only load
+    # failed ... Re-running torch.load with weights_only set to False" (advice not to follow)
+    assert bits.main([str(tiny_run["src"])]) == 2
+    msg = one_error_line(capsys.readouterr().err, "bits.py")
+    assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg

@@ -11,18 +11,17 @@ from __future__ import annotations
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CACHE, CORPORA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storygpt import _bpe
 from storygpt.tokenizers import bpe_reference as ref
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpora" / "english_literature_plus_kjv.txt"
+CORPUS = CORPORA / "english_literature_plus_kjv.txt"
 PATTERNS = ["simple", "gpt2", "gpt4"]
 TIE_BREAKS = ["smallest_ids", "largest_bytes"]
 
@@ -419,41 +418,69 @@ def test_levels_oracle_matches_reference():
         assert r.encode(b"a" * n) == _levels_encoding(n, 97, 10, 256)
 
 
-@pytest.mark.parametrize("byte", [ord("a"), ord(" ")])
-def test_long_runs_encode_fast_and_right(byte):
-    merges = _run_merges(byte, 16, 256)
-    enc = _bpe.Encoder(merges)
-    data = bytes([byte]) * 100_000
+def _seconds(fn, *args):
+    """``(fn(*args), wall-clock seconds it took)``; only ``perf`` tests (left out by default) bound the time."""
     t0 = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t0
+
+
+def _long_run_case(byte: int):
+    """An Encoder whose merges pair up runs of ``byte`` 16 levels deep, and a run of 100,000 of them."""
+    return _bpe.Encoder(_run_merges(byte, 16, 256)), bytes([byte]) * 100_000
+
+
+@pytest.mark.parametrize("byte", [ord("a"), ord(" ")])
+def test_long_runs_encode_right(byte):
+    enc, data = _long_run_case(byte)
     ids = enc.encode(data)
-    elapsed = time.perf_counter() - t0
     assert ids.tolist() == _levels_encoding(100_000, byte, 16, 256)
     assert enc.decode(ids) == data
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("byte", [ord("a"), ord(" ")])
+def test_long_runs_encode_fast(byte):
+    enc, data = _long_run_case(byte)
+    _, elapsed = _seconds(enc.encode, data)
     assert elapsed < 1.0, f"100,000 equal bytes took {elapsed:.2f} s"
 
 
-def test_long_mixed_chunk_encodes_fast():
+def _long_mixed_case():
+    """Merges trained on SMALL, their Encoder, and one 102,000-byte chunk of a repeated word."""
     merges = ref_train(SMALL, 256 + 220)
-    enc = _bpe.Encoder(triples(merges))
-    word = ("thereonceuponLily" * 6000).encode()  # one 102,000-byte chunk
-    t0 = time.perf_counter()
-    ids = enc.encode(word)
-    elapsed = time.perf_counter() - t0
-    assert enc.decode(ids) == word
-    assert elapsed < 1.0
+    return merges, _bpe.Encoder(triples(merges)), ("thereonceuponLily" * 6000).encode()
+
+
+def test_long_mixed_chunk_encodes_right():
+    merges, enc, word = _long_mixed_case()
+    assert enc.decode(enc.encode(word)) == word
     # the same as the reference on a prefix of whole periods
     short = ("thereonceuponLily" * 20).encode()
     assert enc.encode(short).tolist() == ref.Encoder(triples(merges)).encode(short)
 
 
-def test_long_runs_train_fast():
-    data = b"a" * 100_000 + b" " + b" " * 100_000 + b"b"
-    t0 = time.perf_counter()
-    merges = _bpe.train(data, vocab_size=256 + 40)
-    assert time.perf_counter() - t0 < 2.0
+@pytest.mark.perf
+def test_long_mixed_chunk_encodes_fast():
+    _, enc, word = _long_mixed_case()
+    _, elapsed = _seconds(enc.encode, word)
+    assert elapsed < 1.0, f"a 102,000-byte chunk took {elapsed:.2f} s"
+
+
+LONG_RUNS = b"a" * 100_000 + b" " + b" " * 100_000 + b"b"
+
+
+def test_long_runs_train_right():
+    merges = _bpe.train(LONG_RUNS, vocab_size=256 + 40)
     assert merges[0] in ((97, 97), (32, 32))
     enc = _bpe.Encoder(triples(merges))
-    assert enc.decode(enc.encode(data)) == data
+    assert enc.decode(enc.encode(LONG_RUNS)) == LONG_RUNS
+
+
+@pytest.mark.perf
+def test_long_runs_train_fast():
+    _, elapsed = _seconds(lambda: _bpe.train(LONG_RUNS, vocab_size=256 + 40))
+    assert elapsed < 2.0, f"training on two 100,000-byte runs took {elapsed:.2f} s"
 
 
 # --------------------------------------------------------------------------
@@ -564,7 +591,7 @@ def test_decode_accepts_lists_and_arrays_and_names_unknown_ids(trained_merges):
 # General form on a real vocabulary: GPT-2 (bytes are not numbered by value)
 # --------------------------------------------------------------------------
 
-R50K = REPO.parent / "shared" / "tiktoken_cache" / "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4"
+R50K = CACHE / "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4"
 
 
 def _gpt2_merges():
@@ -662,3 +689,33 @@ def test_big_piece_streamed_in_windows(threads):
     counts = _bpe.chunk_counts(data, num_threads=threads)
     assert counts == ref.count_chunks(data, "simple")
     assert _bpe.chunk_counts(data * 3, num_threads=threads) == {k: 3 * v for k, v in counts.items()}
+
+
+# --------------------------------------------------------------------------
+# The C++ Encoder and the reference refuse the same malformed merges
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["cpp", "reference"])
+def test_encoder_refuses_a_merge_that_redefines_an_id(backend):
+    from storygpt import _bpe
+    from storygpt.tokenizers import bpe_reference
+
+    Enc = _bpe.Encoder if backend == "cpp" else bpe_reference.Encoder
+    with pytest.raises(ValueError, match=r"merge 0 \(97, 98\) -> 5 makes an id that already stands for other bytes"):
+        Enc([(97, 98, 5)])
+    with pytest.raises(ValueError, match=r"merge 1 \(99, 100\) -> 256"):
+        Enc([(97, 98, 256), (99, 100, 256)])
+    # several merges may make the same token (rank files): allowed
+    enc = Enc([(97, 98, 256), (256, 99, 257), (97, 98, 256)])
+    assert list(enc.encode(b"abc")) == [257]
+
+
+@pytest.mark.parametrize("backend", ["cpp", "reference"])
+def test_encoder_ranks_must_match_merges(backend):
+    from storygpt import _bpe
+    from storygpt.tokenizers import bpe_reference
+
+    Enc = _bpe.Encoder if backend == "cpp" else bpe_reference.Encoder
+    with pytest.raises(ValueError, match="ranks has 0 entries for 1 merges"):
+        Enc([(97, 98, 256)], ranks=[])
+    with pytest.raises(ValueError, match="byte_ids must hold 256 distinct ids"):
+        Enc([], byte_ids=list(range(255)))

@@ -9,7 +9,6 @@ real pipeline (data.py -> pretrain.py -> bits.py) on a tiny corpus; it needs pre
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -18,21 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, load_tool
 
 pytest.importorskip("matplotlib")
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+import test_bits as kit  # noqa: E402  (make_run, story_docs, write_docs)
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def load_tool(name):
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", ROOT / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
-
 
 compare = load_tool("compare")
 
@@ -319,9 +310,6 @@ def test_a_failing_tool_is_one_line(layout, monkeypatch, capsys):
 
 def test_bits_json_file(tmp_path, capsys):
     """bits.py --json FILE writes the per-model rows and still prints the table."""
-    spec = importlib.util.spec_from_file_location("_bits_kit_compare", HERE / "test_bits.py")
-    kit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kit)
     kit.real_pieces()
     data_dir = tmp_path / "data" / "stories"
     data_dir.mkdir(parents=True)
@@ -350,7 +338,7 @@ def test_bits_json_file(tmp_path, capsys):
 def _has_flags(tool: str, *flags: str) -> bool:
     try:
         text = subprocess.run(
-            [sys.executable, str(ROOT / tool), "--help"], capture_output=True, text=True, timeout=120
+            [sys.executable, str(REPO / tool), "--help"], capture_output=True, text=True, timeout=120
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
@@ -359,14 +347,11 @@ def _has_flags(tool: str, *flags: str) -> bool:
 
 @pytest.mark.slow  # about a minute: nine tool processes (each imports torch) and two compare.py runs
 def test_compare_end_to_end(tmp_path):
-    kit_spec = importlib.util.spec_from_file_location("_bits_kit_e2e", HERE / "test_bits.py")
-    kit = importlib.util.module_from_spec(kit_spec)
-    kit_spec.loader.exec_module(kit)
     corpus = tmp_path / "tiny.txt"
     kit.write_docs(corpus, kit.story_docs(80, 1))
     argv = [
         sys.executable,
-        str(ROOT / "compare.py"),
+        str(REPO / "compare.py"),
         "byte",
         "bpe:300",
         "word:60",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import load_tool
 
 from storygpt.data import corpora
 from storygpt.data.binfile import HEADER_SIZE, read_header, read_tokens
@@ -308,12 +309,7 @@ def test_pip_download_failure_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def _run_main(argv, capsys):
-    sys.path.insert(0, str(ROOT))
-    try:
-        import data as data_cli
-    finally:
-        sys.path.remove(str(ROOT))
-    rc = data_cli.main(argv)
+    rc = load_tool("data").main(argv)
     return rc, capsys.readouterr()
 
 
@@ -349,12 +345,7 @@ def test_cli_errors(tmp_path, capsys):
 
 
 def test_cli_help_explains_every_flag():
-    sys.path.insert(0, str(ROOT))
-    try:
-        import data as data_cli
-    finally:
-        sys.path.remove(str(ROOT))
-    parser = data_cli.build_parser()
+    parser = load_tool("data").build_parser()
     for action in parser._actions:
         assert action.help, f"flag {action.option_strings} has no help"
     text = parser.format_help()

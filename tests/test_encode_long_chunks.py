@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
 
 import pytest
+from conftest import CACHE
 
 from storygpt import _bpe
 from storygpt.tokenizers import bpe_reference as ref
-
-REPO = Path(__file__).resolve().parents[1]
-TIKTOKEN_CACHE = REPO.parent / "shared" / "tiktoken_cache"
 
 
 def _random_merges(rng: random.Random, n_merges: int, alphabet: bytes):
@@ -69,9 +66,9 @@ def test_long_level_runs_match_reference():
 @pytest.fixture(scope="module")
 def gpt2():
     tiktoken = pytest.importorskip("tiktoken")
-    if not TIKTOKEN_CACHE.is_dir():
-        pytest.skip(f"tiktoken cache not found at {TIKTOKEN_CACHE}")
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
+    if not CACHE.is_dir():
+        pytest.skip(f"tiktoken cache not found at {CACHE}")
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(CACHE))
     from storygpt.tokenizers import BPETokenizer
 
     return BPETokenizer.from_tiktoken("gpt2"), tiktoken.get_encoding("gpt2")

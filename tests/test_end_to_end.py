@@ -116,8 +116,14 @@ def tiny(tmp_path):
 
 
 def test_main_job_end_to_end(tiny):
-    p, seconds = main_job(tiny)
+    p, _ = main_job(tiny)
     check_output(p, tiny)
+
+
+@pytest.mark.perf
+def test_main_job_end_to_end_is_quick(tiny):
+    p, seconds = main_job(tiny)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert seconds < 120, f"the tiny main job took {seconds:.0f}s"
 
 

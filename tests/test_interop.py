@@ -7,25 +7,21 @@ every document.  Tests skip with a reason when ``../shared`` or an optional pack
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from conftest import CACHE, SHARED, load_tool
 
 from storygpt.tokenizers import EOT, BPETokenizer, HFTokenizer, InteropError, merges_from_ranks, parse_spec
 from storygpt.tokenizers.interop import from_hf
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 CORPORA = sorted((SHARED / "corpora").glob("*.txt")) if (SHARED / "corpora").is_dir() else []
-CACHE = SHARED / "tiktoken_cache"
 PATTERNS = ("simple", "gpt2", "gpt4", "o200k")
 SAMPLE_DOCS = 40
 
 needs_corpora = pytest.mark.skipif(not CORPORA, reason=f"shared corpora not found at {SHARED / 'corpora'}")
 needs_cache = pytest.mark.skipif(not CACHE.is_dir(), reason=f"tiktoken BPE files not found at {CACHE}")
-os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(CACHE))
 
 
 def docs_of(path: Path, limit: int | None) -> list[str]:
@@ -253,13 +249,7 @@ def test_short_training_warns_with_the_size_reached():
 
 
 def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path, capsys):
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("data_cli_interop", REPO / "data.py")
-    data = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(data)
-    sys.modules.setdefault("data_cli_interop", data)
+    data = load_tool("data")
     for argv, words in [
         (["--tokenizer", "bpf:3"], "unknown tokenizer SPEC 'bpf:3'"),
         (["--tokenizer", f"hf:{tmp_path / 'nope.json'}"], "no such file"),

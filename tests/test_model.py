@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from storygpt.checkpoint import load_checkpoint
 from storygpt.model import GPT, GPTConfig, apply_rotary, rotary_cos_sin
 
 TINY = dict(vocab_size=23, block_size=16, n_layer=2, n_head=2, n_embd=32)
@@ -237,3 +238,12 @@ def test_tiny_model_learns(position):
         losses.append(loss.item())
     assert losses[0] == pytest.approx(math.log(23), abs=0.3)  # starts near uniform over 23 ids
     assert losses[-1] < 0.5, losses  # ln 23 = 3.1 -> below 0.5 nats
+
+
+# ---------------------------------------------------------------- bad input (``tiny_run``: tests/conftest.py)
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), -1.0])
+def test_model_stream_temperature(tiny_run, temperature):
+    # before: nan / inf reached torch.multinomial: "probability tensor contains either inf, nan or element < 0"
+    model, _, _ = load_checkpoint(tiny_run["ckpt"])
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        list(model.stream(torch.zeros(1, 2, dtype=torch.long), 2, temperature=temperature))

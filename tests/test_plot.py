@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import load_tool
 
 pytest.importorskip("matplotlib")
 
@@ -14,13 +14,6 @@ from storygpt import plot  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def load_tool(name):
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", HERE.parent / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def step_row(step, flops_per_step=1e9, chars_per_step=500):

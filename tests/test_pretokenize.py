@@ -18,6 +18,7 @@ import time
 
 import pytest
 import regex
+from conftest import CORPORA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from storygpt.tokenizers.bpe_reference import pretokenize as ref_pretokenize
 ALL = ("simple", "gpt2", "gpt4", "o200k")
 UNICODE = ("gpt2", "gpt4", "o200k")
 MAX_CP = 0x110000
-CORPORA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpora")
 
 
 def check(data: bytes, pattern: str) -> list[bytes]:
@@ -385,18 +385,25 @@ def test_long_runs_match_reference(data, pattern):
     check(data, pattern)
 
 
+def _timed_whitespace_run(k: int, pattern: str):
+    """Pre-tokenize ``k`` spaces and an "a": (seconds, chunks)."""
+    data = b" " * k + b"a"
+    t = time.perf_counter()
+    chunks = _bpe.pretokenize(data, pattern)
+    return time.perf_counter() - t, chunks
+
+
+@pytest.mark.parametrize("pattern", UNICODE)
+def test_whitespace_lookahead_chunks(pattern):
+    for k in (200_000, 4_000_000):
+        assert _timed_whitespace_run(k, pattern)[1] == [b" " * (k - 1), b" a"]
+
+
+@pytest.mark.perf
 @pytest.mark.parametrize("pattern", UNICODE)
 def test_whitespace_lookahead_is_linear(pattern):
-    def timed(k):
-        data = b" " * k + b"a"
-        t = time.perf_counter()
-        chunks = _bpe.pretokenize(data, pattern)
-        return time.perf_counter() - t, chunks
-
-    t_small, chunks = timed(200_000)
-    assert chunks == [b" " * 199_999, b" a"]
-    t_big, chunks = timed(4_000_000)
-    assert chunks == [b" " * 3_999_999, b" a"]
+    t_small, _ = _timed_whitespace_run(200_000, pattern)
+    t_big, _ = _timed_whitespace_run(4_000_000, pattern)
     # Linear: 20x the input costs ~20x (quadratic would be ~400x); generous bound
     # for noisy shared machines, and an absolute bound too.
     assert t_big < 1.0 and t_big < 100 * max(t_small, 1e-4), (t_small, t_big)

@@ -1,4 +1,7 @@
-"""Tests of pretrain.py and storygpt.checkpoint: training, checkpoints, resume, errors, two processes."""
+"""Tests of pretrain.py and storygpt.checkpoint: training, checkpoints, resume, errors, two processes.
+
+The bad-input tests at the end use ``tiny_run`` (tests/conftest.py): a corpus data.py prepared and a
+2-step run on it; each comment says what happened before the fix."""
 
 from __future__ import annotations
 
@@ -13,16 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import BPE300, REPO, TINY_MODEL, load_tool, one_error_line, tiny_argv
 
 import storygpt
+from storygpt import runtime
 from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint
 from storygpt.data import write_tokens
 from storygpt.model import GPT, GPTConfig
 from storygpt.tokenizers import BPETokenizer, WordTokenizer
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-import pretrain  # noqa: E402
+pretrain = load_tool("pretrain")
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -428,9 +431,7 @@ def test_two_process_run(tmp_path):
 
 
 def test_help_states_each_default_once():
-    import data as data_cli
-    import sample as sample_cli
-
+    data_cli, sample_cli = load_tool("data"), load_tool("sample")
     for parser in (pretrain.build_parser(), data_cli.build_parser(), sample_cli.build_parser()):
         text = " ".join(parser.format_help().split())
         assert "(default: None)" not in text and "(default: False)" not in text
@@ -446,3 +447,125 @@ def test_help_states_each_default_once():
     assert "(default: gpt4; docs/data.md explains the choice)" in " ".join(
         data_cli.build_parser().format_help().split()
     )
+
+
+# ------------------------------------------------------------ bad input (one-line errors)
+def run_pretrain(tiny_run, *extra):
+    return pretrain.main(
+        ["--data", str(tiny_run["corpus"]), "--out-dir", str(tiny_run["root"] / "ck2"), *TINY_MODEL, *extra]
+    )
+
+
+@pytest.mark.parametrize(
+    "flag,value",
+    [("--lr", "nan"), ("--minutes", "nan"), ("--minutes", "inf"), ("--min-lr", "inf"), ("--grad-clip", "nan")],
+)
+def test_pretrain_non_finite_floats(tiny_run, capsys, flag, value):
+    # before: tracebacks from torch.optim (lr nan) or tqdm (minutes nan/inf)
+    with pytest.raises(SystemExit) as e:
+        run_pretrain(tiny_run, *BPE300, flag, value, "--max-steps", "1")
+    assert e.value.code == 2
+    msg = one_error_line(capsys.readouterr().err, "pretrain.py")
+    assert flag in msg and "finite" in msg
+
+
+@pytest.mark.parametrize(
+    "device,words", [("banana", "not a device name"), ("cuda:99", r"(CUDA is not available|only \d+ CUDA)")]
+)
+def test_pretrain_bad_device(tiny_run, device, words):
+    # before: RuntimeError / AttributeError tracebacks from torch
+    if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.device_count() > 99:
+        pytest.skip("a machine with 100 GPUs")
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --device '{device}'.*{words}"):
+        run_pretrain(tiny_run, *BPE300, "--device", device, "--max-steps", "1")
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "..", ""])
+def test_pretrain_run_name_must_be_a_plain_name(tiny_run, name):
+    # before: --run-name ../../etc wrote checkpoints outside --out-dir
+    with pytest.raises(SystemExit, match=r"^pretrain.py: error: --run-name .*plain folder name"):
+        run_pretrain(tiny_run, *BPE300, "--run-name", name, "--max-steps", "1")
+    assert not (tiny_run["root"] / "escape").exists()
+
+
+def test_pretrain_data_folder_missing_or_a_file(tiny_run):
+    # before: "<file>/tokenizer-bpe.json not found" for a --data that is not a folder at all
+    for bad in (tiny_run["root"] / "nope", tiny_run["corpus"] / "train.txt"):
+        with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --data {bad}: no such folder"):
+            pretrain.main(tiny_argv(bad, tiny_run["root"] / "ck2"))
+
+
+def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(tiny_run, tmp_path):
+    # before: only "run data.py --bpe", not that the folder holds the word-level files
+    d = tmp_path / "wordonly"
+    d.mkdir()
+    for name in ("tokenizer-word-60.json", "train-word-60.bin", "valid-word-60.bin"):
+        (d / name).write_bytes((tiny_run["corpus"] / name).read_bytes())
+    with pytest.raises(
+        SystemExit, match=r"tokenizer-bpe-300.json not found; .* holds the token files of: word-60 \(pass --tokenizer"
+    ):
+        pretrain.main(tiny_argv(d, tmp_path / "ck"))
+
+
+@pytest.mark.parametrize("sub", ["", "a/b"])
+def test_pretrain_out_dir_under_a_file(tiny_run, sub):
+    # before: NotADirectoryError traceback from mkdir, after the data was loaded and the model built
+    bad = tiny_run["src"] / sub if sub else tiny_run["src"]
+    with pytest.raises(
+        SystemExit, match=rf"^pretrain.py: error: cannot create the run folder {bad}/.*: {tiny_run['src']} is a file"
+    ):
+        pretrain.main(tiny_argv(tiny_run["corpus"], bad, "--max-steps", "1"))
+
+
+def test_pretrain_negative_weight_decay(tiny_run, capsys):
+    # before: accepted (AdamW with weight decay -1 pushes the weights away from zero)
+    with pytest.raises(SystemExit):
+        run_pretrain(tiny_run, *BPE300, "--weight-decay", "-1", "--max-steps", "1")
+    assert "--weight-decay must be >= 0" in one_error_line(capsys.readouterr().err, "pretrain.py")
+
+
+def test_pretrain_too_many_threads_are_capped(tiny_run, tmp_path, capsys):
+    # before: --threads 100000 killed the process with a segfault (OpenMP could not start the threads)
+    m = pretrain.main(tiny_argv(tiny_run["corpus"], tmp_path, "--max-steps", "1", "--threads", "100000"))
+    assert m["steps"] == 1
+    assert "--threads 100000 is more than the" in capsys.readouterr().out
+    assert torch.get_num_threads() == runtime.usable_cores()
+    torch.set_num_threads(1)
+
+
+def test_pretrain_token_file_with_ids_outside_the_vocabulary(tiny_run, tmp_path):
+    # before: "IndexError: index out of range in self" from the embedding, mid-training
+    d = tmp_path / "corrupt"
+    d.mkdir()
+    for name in ("tokenizer-bpe-300.json", "train-bpe-300.bin", "valid-bpe-300.bin", "train.txt", "valid.txt"):
+        (d / name).write_bytes((tiny_run["corpus"] / name).read_bytes())
+    raw = bytearray((d / "train-bpe-300.bin").read_bytes())
+    raw[-20:] = b"\xff" * 20  # uint16 ids 65535 at the last 10 positions
+    (d / "train-bpe-300.bin").write_bytes(bytes(raw))
+    n = (len(raw) - 64) // 2
+    with pytest.raises(
+        SystemExit,
+        match=rf"^pretrain.py: error: {d}/train-bpe-300.bin: token id 65535 at position "
+        rf"{n - 10:,} is outside the vocabulary \(vocab_size 300\)",
+    ):
+        pretrain.main(tiny_argv(d, tmp_path / "ck", "--max-steps", "1"))
+
+
+def test_pretrain_errors_carry_the_tool_name(tiny_run):
+    # before: "error: ..." without the tool's name
+    with pytest.raises(SystemExit, match=r"^pretrain.py: error: .*already exists"):
+        pretrain.main(tiny_argv(tiny_run["corpus"], tiny_run["root"] / "ck"))
+
+
+def test_load_checkpoint_on_a_text_file(tiny_run):
+    with pytest.raises(CheckpointError, match=r"not a checkpoint file"):
+        load_checkpoint(tiny_run["src"])
+
+
+def test_load_checkpoint_bad_device_is_not_blamed_on_the_file(tiny_run):
+    # before: CheckpointError "cannot read checkpoint (corrupt or truncated file?)" for device="banana"
+    with pytest.raises(ValueError, match=r"^device 'banana': not a device name") as e:
+        load_checkpoint(tiny_run["ckpt"], device="banana")
+    assert not isinstance(e.value, CheckpointError)
+    model, tok, _ = load_checkpoint(tiny_run["ckpt"], device="cpu")
+    assert next(model.parameters()).device.type == "cpu" and tok.kind == "bpe"

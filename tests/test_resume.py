@@ -2,7 +2,8 @@
 
 Interrupts are injected with STORYGPT_TEST_HOOK (storygpt.train.InterruptHooks): the process sends
 itself SIGINT/SIGTERM/SIGKILL mid-step, during an evaluation or while ckpt.pt is written.
-Also: the lock file, a full disk, a malformed stored tokenizer, budgets in FLOPs under load.
+Also: the lock file, a full disk, a malformed stored tokenizer, budgets in FLOPs under load, and (on
+``tiny_run``, tests/conftest.py) SIGTERM from outside, kill -9 leftovers, a truncated checkpoint, a moved corpus.
 """
 
 from __future__ import annotations
@@ -10,18 +11,23 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
-from test_pretrain import REPO, TINY_FLAGS, make_corpus
+from conftest import BPE300, REPO, TINY_MODEL, load_tool, tiny_argv
+from test_pretrain import TINY_FLAGS, make_corpus
 
-import pretrain  # noqa: E402  (test_pretrain put the repository on sys.path)
-from storygpt import train as T  # noqa: E402
-from storygpt.atomic import atomic_write  # noqa: E402
+from storygpt import train as T
+from storygpt.atomic import atomic_write
+from storygpt.checkpoint import read_checkpoint
+
+pretrain = load_tool("pretrain")
 
 FLAGS = [*TINY_FLAGS, "--dropout", "0.1", "--max-steps", "12", "--eval-interval", "4"]
 
@@ -153,7 +159,7 @@ def test_full_disk_keeps_the_previous_checkpoint(corpus, tmp_path, monkeypatch, 
 
 
 def test_malformed_stored_tokenizer_on_resume(corpus, tmp_path):
-    from storygpt.checkpoint import read_checkpoint, save_checkpoint
+    from storygpt.checkpoint import save_checkpoint
 
     run_dir = tmp_path / "run"
     train(corpus, run_dir, "--max-steps", "2")
@@ -176,7 +182,7 @@ def test_equal_flops_budgets_give_identical_metrics_under_load(corpus, tmp_path)
     stop = threading.Event()
 
     def burn():  # another process's worth of load on this machine
-        x = torch.randn(256, 256)
+        x = torch.randn(256, 256, generator=torch.Generator().manual_seed(0))  # not the global RNG the run seeds
         while not stop.is_set():
             x = (x @ x).tanh()
 
@@ -194,3 +200,78 @@ def test_equal_flops_budgets_give_identical_metrics_under_load(corpus, tmp_path)
     a = [json.loads(x) for x in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()]
     assert without_elapsed(a) == without_elapsed(b) and len(a) > quiet["steps"]
+
+
+def test_pretrain_resume_after_the_corpus_folder_moved(tiny_run, tmp_path):
+    # before: "--data <old place>: no such folder" even with --data naming the new place: the run was stuck
+    old, new = tmp_path / "old" / "tiny", tmp_path / "new" / "tiny"
+    old.mkdir(parents=True)
+    for name in ("tokenizer-bpe-300.json", "train-bpe-300.bin", "valid-bpe-300.bin", "train.txt", "valid.txt"):
+        (old / name).write_bytes((tiny_run["corpus"] / name).read_bytes())
+    out = tmp_path / "ck"
+    pretrain.main(tiny_argv(old, out, "--max-steps", "2"))
+    new.parent.mkdir()
+    old.rename(new)
+    with pytest.raises(
+        SystemExit,
+        match=rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; "
+        "pass --data",
+    ):
+        pretrain.main(
+            [*BPE300, "--run-dir", str(out / "tiny" / "learned-bpe-300"), *TINY_MODEL, "--max-steps", "4", "--resume"]
+        )
+    m = pretrain.main(tiny_argv(new, out, "--max-steps", "4", "--resume"))
+    assert m["steps"] == 4
+    ckpt = read_checkpoint(out / "tiny" / "learned-bpe-300" / "ckpt.pt")
+    assert ckpt["data"] == "../../../new/tiny" and ckpt["data_abs"] == str(new.resolve())
+
+
+def test_pretrain_kill9_leftovers_removed_and_run_resumes(tiny_run, tmp_path):
+    # a kill -9 during save_checkpoint leaves ".ckpt.pt.XXXX.tmp" beside the last whole ckpt.pt
+    out = tmp_path / "ck"
+    pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", "2"))
+    run_dir = out / "tiny" / "learned-bpe-300"
+    stale = run_dir / ".summary.json.abcd1234.tmp"
+    stale.write_bytes(b"{")
+    stale_new = run_dir / ".ckpt.pt.efgh5678.tmp"
+    stale_new.write_bytes(b"PK\x03\x04 half a checkpoint")
+    assert read_checkpoint(run_dir / "ckpt.pt")["state"]["step"] == 2  # the last good checkpoint is readable
+    m = pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", "4", "--resume"))
+    assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["state"]["step"] == 4
+    assert not stale.exists() and not stale_new.exists()  # before: left behind for ever
+
+
+def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(tiny_run, tmp_path):
+    # before: SIGTERM (kill, timeout, preemption) ended the run at once: the steps since the last evaluation were lost
+    out = tmp_path / "ck"
+    ckpt = out / "tiny" / "learned-bpe-300" / "ckpt.pt"
+    cmd = [sys.executable, str(REPO / "pretrain.py"), *tiny_argv(tiny_run["corpus"], out, "--eval-interval", "5")]
+    cmd += ["--minutes", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not ckpt.exists() and proc.poll() is None and time.time() < deadline:  # training has begun
+            time.sleep(0.1)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted: checkpoint written at step" in rest
+    step = read_checkpoint(out / "tiny" / "learned-bpe-300" / "ckpt.pt")["state"]["step"]
+    assert step > 0
+    m = pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", str(step + 1), "--resume"))
+    assert m["steps"] == step + 1
+
+
+def test_pretrain_resume_from_truncated_checkpoint_keeps_it(tiny_run, tmp_path):
+    out = tmp_path / "ck"
+    pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", "2"))
+    ck = out / "tiny" / "learned-bpe-300" / "ckpt.pt"
+    raw = ck.read_bytes()
+    ck.write_bytes(raw[: len(raw) // 3])
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --resume: {ck}: cannot read checkpoint"):
+        pretrain.main(tiny_argv(tiny_run["corpus"], out, "--resume"))
+    assert ck.stat().st_size == len(raw) // 3 and (out / "tiny" / "learned-bpe-300" / "best.pt").is_file()

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import math
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-HERE = Path(__file__).resolve().parent
+import test_bits as kit  # noqa: E402  (make_run, story_docs, write_docs)
+from conftest import load_tool, one_error_line  # noqa: E402
 
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-kit = _load("_bits_kit", HERE / "test_bits.py")  # make_run, story_docs, write_docs
-sample = _load("_tool_sample", HERE.parent / "sample.py")
+sample = load_tool("sample")
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
@@ -319,3 +309,30 @@ def test_sample_cli_top_p_and_no_heal(runs, capsys):
     assert rc == 2 and "--top-p" in err
     rc, _, err = run(capsys, runs["bpe"], "--top-p", 1.5)
     assert rc == 2 and "--top-p" in err
+
+
+# ----------------------------------------------- bad input (on ``tiny_run``, tests/conftest.py: a 2-step pretrain.py run)
+@pytest.mark.parametrize(
+    "flag,value", [("--temperature", "nan"), ("--temperature", "inf"), ("--seed", str(2**70)), ("--device", "banana")]
+)
+def test_sample_bad_flags(tiny_run, capsys, flag, value):
+    # before: tracebacks (multinomial on nan probabilities; seed overflow); for --device a misleading
+    # "cannot read checkpoint (corrupt or truncated file?)"
+    assert (
+        sample.main(
+            [str(tiny_run["ckpt"]), flag, value, "--max-new-tokens", "2", "--seed", "1"]
+            if flag != "--seed"
+            else [str(tiny_run["ckpt"]), flag, value, "--max-new-tokens", "2"]
+        )
+        == 2
+    )
+    msg = one_error_line(capsys.readouterr().err, "sample.py")
+    assert flag in msg and "corrupt" not in msg
+
+
+def test_sample_text_file_given_as_checkpoint(tiny_run, capsys):
+    # before: "cannot read checkpoint (corrupt or truncated file?): UnpicklingError: Weights only load
+    # failed ... Re-running torch.load with weights_only set to False" (advice not to follow)
+    assert sample.main([str(tiny_run["src"])]) == 2
+    msg = one_error_line(capsys.readouterr().err, "sample.py")
+    assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg

@@ -7,28 +7,16 @@ The checkpoint carries the whole tokenizer: it still loads after the original fi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import CACHE, HAVE_TIKTOKEN, load_tool
 
 from storygpt.tokenizers import from_dict, load, parse_spec
 
-REPO = Path(__file__).resolve().parents[1]
-TIKTOKEN_CACHE = REPO.parent / "shared" / "tiktoken_cache"
-sys.path.insert(0, str(REPO))
-
 WORDS = "the cat sat on a mat and a dog ran to the old tree where children played all day long".split()
-
-
-def tool(name):
-    spec = importlib.util.spec_from_file_location(name.replace(".py", "_cli"), REPO / name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def tiny_corpus(path: Path) -> Path:
@@ -73,7 +61,7 @@ def specs(tmp: Path, corpus: Path) -> list[str]:
     own = tmp / "own-tokenizer.json"
     BPETokenizer.train(corpus.read_text(encoding="utf-8"), 280, pattern="o200k").save(own)
     out = ["bpe:300", "word:60", "byte", f"hf:{hf['wordpiece']}", f"hf:{hf['unigram']}", f"file:{own}"]
-    if TIKTOKEN_CACHE.is_dir() and importlib.util.find_spec("tiktoken"):
+    if CACHE.is_dir() and HAVE_TIKTOKEN:
         out.append("tiktoken:gpt2")
     return out
 
@@ -104,10 +92,9 @@ def tiny_checkpoint(path: Path, tok, data_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """data.py --tokenizer SPEC for every kind on one tiny corpus."""
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
     tmp = tmp_path_factory.mktemp("kinds")
     corpus = tiny_corpus(tmp / "tiny.txt")
-    data = tool("data.py")
+    data = load_tool("data")
     out = {}
     for spec in specs(tmp, corpus):
         argv = ["--tokenizer", spec, "--train-file", str(corpus), "--out", str(tmp / "data"), "--quiet"]
@@ -136,7 +123,7 @@ def test_data_py_writes_slug_files_for_every_kind(prepared):
 
 def test_bits_and_sample_for_every_kind(prepared, capsys):
     tmp, folder, slugs = prepared
-    bits, sample = tool("bits.py"), tool("sample.py")
+    bits, sample = load_tool("bits"), load_tool("sample")
     ckpts = []
     for slug in slugs.values():
         tok = load(folder / f"tokenizer-{slug}.json")
@@ -173,7 +160,7 @@ def test_checkpoint_tokenizer_dict_rebuilds_every_kind(prepared):
 
 def test_pretrain_and_bits_for_every_kind(prepared, capsys):
     tmp, folder, slugs = prepared
-    pretrain, bits = tool("pretrain.py"), tool("bits.py")
+    pretrain, bits = load_tool("pretrain"), load_tool("bits")
     tiny = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4"]
     runs = []
     for spec in slugs:

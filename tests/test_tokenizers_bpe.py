@@ -6,15 +6,16 @@ reference ``storygpt.tokenizers.bpe_reference``.
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
 import pytest
-from _shared import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs_cpp
+from conftest import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs_cpp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference
+from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference, load
 
 CORPUS_FILES = ["english_literature_plus_kjv.txt", "russian_fortunes.txt", "chinese_fortunes.txt"]
 GPT2_ENCODER_JSON = CACHE / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6"
@@ -422,3 +423,68 @@ def test_bad_arguments():
         BPETokenizer.from_merges([], backend="rust")
     with pytest.raises(ValueError, match="single-byte"):
         BPETokenizer({0: b"a"}, [], {}, backend="reference")
+
+
+# ---------------------------------------------------------------- bad input: one-line errors
+@pytest.mark.parametrize(
+    "vocab_size,exc,words",
+    [
+        (300.5, TypeError, "vocab_size must be an integer"),
+        ("300", TypeError, "vocab_size must be an integer"),
+        (10**30, ValueError, "too large"),
+        ((1 << 26) + 1, ValueError, "too large"),
+    ],
+)
+def test_bpe_train_vocab_size_type_and_range(vocab_size, exc, words):
+    # before: pybind11 "incompatible function arguments" TypeError that quoted all the training text
+    with pytest.raises(exc, match=words) as e:
+        BPETokenizer.train("hello world " * 100, vocab_size)
+    assert len(str(e.value)) < 200
+
+
+def test_bpe_train_largest_vocab_size_is_accepted():
+    tok = BPETokenizer.train("hello world", 1 << 26)  # ends early: few distinct pairs
+    assert tok.decode(tok.encode("hello world")) == "hello world"
+
+
+def test_overlapping_special_tokens_longest_match_both_backends():
+    text = "hello <|a|> world <|a"
+    toks = [BPETokenizer.train(text, 300, special_tokens=["<|a", "<|a|>"], backend=b) for b in ("cpp", "reference")]
+    for tok in toks:
+        a, ab = tok.encode("<|a", "all"), tok.encode("<|a|>", "all")
+        assert len(a) == len(ab) == 1 and a != ab
+        assert tok.encode("x<|a|>y<|a", "all") == [tok.encode("x")[0], ab[0], tok.encode("y")[0], a[0]]
+    assert toks[0].to_dict() == toks[1].to_dict()
+
+
+@pytest.mark.parametrize("specials,words", [([""], "non-empty"), (["<|a|>", "<|a|>"], "given twice")])
+def test_bad_special_tokens(specials, words):
+    with pytest.raises(ValueError, match=words):
+        BPETokenizer.train("hello world", 300, special_tokens=specials)
+
+
+def test_cpp_train_missing_file_names_it(tmp_path):
+    from storygpt import _bpe
+
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        _bpe.train(files=[str(tmp_path / "nope.txt")], vocab_size=300)
+    with pytest.raises(FileNotFoundError, match=r"training file not found: .*nope.txt"):
+        BPETokenizer.train([tmp_path / "nope.txt"], 300)
+
+
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        (lambda d: d["merges"][0].__setitem__(2, 5), r"merge 0: token 5 = b'\\x05' is not"),  # new id = a byte's id
+        (lambda d: d["merges"][1].__setitem__(2, d["merges"][0][2]), "merge 1: token"),  # two merges, one id
+        (lambda d: d["merges"].__setitem__(0, [297, 296, 256]), "merge 0"),  # refers to later ids
+    ],
+)
+def test_tokenizer_file_with_malformed_merges(tiny_run, tmp_path, edit, words):
+    # the C++ Encoder itself accepts the first two (reported); the Python layer checks every merge's bytes
+    d = json.loads((tiny_run["corpus"] / "tokenizer-bpe-300.json").read_text(encoding="utf-8"))
+    edit(d)
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{f}: malformed bpe tokenizer: {words}"):
+        load(f)

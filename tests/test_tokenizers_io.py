@@ -6,12 +6,12 @@ import json
 import os
 
 import pytest
-from _shared import needs_cache  # also points TIKTOKEN_CACHE_DIR at ../shared
+from conftest import needs_cache  # also points TIKTOKEN_CACHE_DIR at ../shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import storygpt.tokenizers as T
-from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer
+from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer, load
 from storygpt.tokenizers.io import token_from_json, token_to_json
 
 
@@ -190,3 +190,9 @@ def test_malformed_content(tmp_path, good_dict):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"nothing\.json"):
         T.load(tmp_path / "nothing.json")
+
+
+def test_tokenizer_load_on_a_folder(tiny_run):
+    # before: IsADirectoryError "[Errno 21] Is a directory"
+    with pytest.raises(IsADirectoryError, match=rf"^{tiny_run['root']}: is a folder, not a tokenizer file"):
+        load(tiny_run["root"])

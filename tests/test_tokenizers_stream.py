@@ -13,7 +13,7 @@ import os
 import pathlib
 
 import pytest
-from _shared import CACHE, CORPORA, HAVE_CPP, HAVE_TIKTOKEN, needs_cache, needs_corpora
+from conftest import CACHE, CORPORA, HAVE_CPP, HAVE_TIKTOKEN, needs_cache, needs_corpora
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import pathlib
-
+import numpy as np
 import pytest
+from conftest import CORPORA, needs_corpora
 
 from storygpt.tokenizers import EOT, Tokenizer, WordTokenizer
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CORPORA = ROOT.parent / "shared" / "corpora"
 
 
 def test_split_words_and_punctuation_runs():
@@ -111,7 +108,7 @@ def test_encode_batch_and_numpy():
     assert ids.tolist() == sum((tok.encode(t, "all") for t in texts), [])
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
+@needs_corpora
 def test_unknown_rate_on_real_text():
     """10,000 words learned from half of the English corpus cover most of the other half."""
     text = (CORPORA / "english_literature_plus_kjv.txt").read_bytes().decode("utf-8")
@@ -123,3 +120,21 @@ def test_unknown_rate_on_real_text():
     rate = tok.unknown_rate("\n".join(held))
     assert 0.03 < rate < 0.10, rate
     assert tok.unknown_rate("\n".join(train)) < rate
+
+
+def test_word_train_vocab_size_must_be_an_integer():
+    # before: "slice indices must be integers or None or have an __index__ method"
+    with pytest.raises(TypeError, match=r"vocab_size must be an integer, got 10.5"):
+        WordTokenizer.train(["hello world"], 10.5)
+    assert WordTokenizer.train(["hello world"], np.int64(10)).vocab_size == 5
+
+
+@pytest.mark.parametrize("bad", [1.5, 2.0, "3", True])
+def test_word_decode_rejects_non_integer_ids(bad):
+    # before: decode([1.5]) returned "<unk>" (int(1.5) == 1), where BPE300 raises ValueError
+    tok = WordTokenizer.train(["hello world"], 10)
+    with pytest.raises(ValueError, match="token id must be an integer"):
+        tok.decode([bad])
+    with pytest.raises(ValueError, match="token id must be an integer"):
+        tok.id_to_token(bad)
+    assert tok.decode(np.array([3, 4])) == tok.decode([3, 4])

@@ -14,16 +14,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import CORPORA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt import _bpe
-from storygpt.tokenizers import BPETokenizer
+from storygpt.tokenizers import EOT, BPETokenizer
 from storygpt.tokenizers import bpe_reference as ref
 
 PATTERNS = ["simple", "gpt2", "gpt4"]
 TIE_BREAKS = ["smallest_ids", "largest_bytes"]
-EOT = "<|endoftext|>"
 SEP = b"\x00<sep>\x00"
 
 
@@ -239,7 +239,7 @@ def test_peak_memory_on_a_200_mb_varied_corpus(tmp_path):
     # shared corpora, letter-rotated copies: ~1.6 M distinct chunks).  Reading
     # it whole would add its 200 MB alone; streaming keeps the distinct chunks
     # and the pair statistics only.
-    shared = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+    shared = CORPORA
     if not (shared / "english_literature_plus_kjv.txt").exists():
         pytest.skip("the shared corpora (../shared/corpora) are not here")
     path = tmp_path / "big.txt"

@@ -15,18 +15,17 @@ real-text case also skips when ``../shared/corpora`` is absent.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
+from conftest import CORPORA
 
 from storygpt import _bpe
+from storygpt.tokenizers import EOT
 from storygpt.tokenizers.bpe_reference import PATTERNS
 
 rustbpe = pytest.importorskip("rustbpe")
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpora" / "english_literature_plus_kjv.txt"
-EOT = "<|endoftext|>"
+CORPUS = CORPORA / "english_literature_plus_kjv.txt"
 
 
 def _rustbpe_merges(docs: list[str], vocab_size: int, pattern: str) -> list[tuple[bytes, bytes]]:

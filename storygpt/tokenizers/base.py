@@ -15,6 +15,8 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from storygpt.atomic import write_text
+
 from . import io as _io
 
 #: Name of the end-of-text special token (document separator) in every tokenizer.
@@ -238,7 +240,7 @@ class Tokenizer(ABC):
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the tokenizer to one JSON file, atomically (format: docs/tokenizers.md)."""
-        _io.write_json_atomic(path, self.to_dict())
+        write_text(path, _io.dumps_readable(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> Tokenizer:

@@ -1,4 +1,4 @@
-"""Tokenizer files: the JSON format, token-byte encoding, atomic writes, loading.
+"""Tokenizer files: the JSON format, token-byte encoding, loading.
 
 Every tokenizer is stored as one UTF-8 JSON file (see ``docs/tokenizers.md``)::
 
@@ -25,8 +25,6 @@ import os
 import unicodedata
 from pathlib import Path
 from typing import Any
-
-from storygpt.atomic import write_text
 
 #: The value of the ``"format"`` key of every tokenizer file.
 FORMAT_NAME = "storygpt-tokenizer"
@@ -77,17 +75,12 @@ def canonical_json(d: dict) -> bytes:
     return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def write_json_atomic(path: str | os.PathLike, d: dict) -> None:
-    """Write ``d`` as indented UTF-8 JSON to ``path`` atomically (temp file + ``os.replace``).
+def dumps_readable(d: dict) -> str:
+    """``d`` as JSON with one top-level key per line and one list item per line (a final new line).
 
-    Short lists (merges, ``[id, token]`` pairs) are kept on one line each so
-    that files stay readable and diff well.
+    Short lists (merges, ``[id, token]`` pairs) stay on one line each, so that tokenizer files are
+    readable and diff well.
     """
-    write_text(path, _dumps_readable(d))
-
-
-def _dumps_readable(d: dict) -> str:
-    """JSON with one top-level key per line and one list item per line."""
     lines = ["{"]
     keys = list(d)
     for k_i, k in enumerate(keys):

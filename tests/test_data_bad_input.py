@@ -1,0 +1,130 @@
+"""Bad input for data.py and storygpt.data: a one-line error that names the file or flag (no traceback, a
+non-zero exit), and nothing half-written (every file is atomic).
+
+Each test is a regression test for a problem found by trying to break storygpt; the comment says what
+happened before the fix.  ``tiny_run`` (tests/conftest.py) is a tiny corpus data.py has prepared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import load_tool, one_error_line
+
+from storygpt.tokenizers import load
+
+data_cli = load_tool("data")
+
+
+def run_data(tiny_run, *extra: str) -> int:
+    """data.py on ``tiny_run``'s tiny.txt into ROOT/o, quietly, with ``extra``; its exit status."""
+    return data_cli.main(
+        ["--train-file", str(tiny_run["src"]), "--out", str(tiny_run["root"] / "o"), "--quiet", *extra]
+    )
+
+
+def test_data_directory_as_train_file(tiny_run, capsys):
+    # before: "tmp/x: no such file" for a folder that exists
+    assert data_cli.main(["--train-file", str(tiny_run["root"]), "--out", str(tiny_run["root"] / "o"), "--quiet"]) == 1
+    msg = one_error_line(capsys.readouterr().err, "data.py")
+    assert str(tiny_run["root"]) in msg and "is a folder" in msg
+
+
+def test_data_single_line_document_names_the_file(tiny_run, capsys):
+    # before: "the corpus is a single document ..." without the file's name
+    f = tiny_run["root"] / "oneline.txt"
+    f.write_text("just one line\n", encoding="utf-8")
+    assert data_cli.main(["--train-file", str(f), "--out", str(tiny_run["root"] / "o"), "--quiet"]) == 1
+    msg = one_error_line(capsys.readouterr().err, "data.py")
+    assert str(f) in msg and "single document" in msg
+
+
+@pytest.mark.parametrize("value", ["10000000000000000000000", str((1 << 26) + 1)])
+def test_data_huge_bpe_vocab_size(tiny_run, capsys, value):
+    # before: a pybind11 TypeError traceback that printed the whole training text
+    assert run_data(tiny_run, "--bpe", "--vocab-size", value) == 1
+    err = capsys.readouterr().err
+    msg = one_error_line(err, "data.py")
+    assert "vocab_size" in msg and "too large" in msg and len(err) < 500
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_data_batch_chars_must_be_positive(tiny_run, capsys, value):
+    # before: accepted silently
+    assert run_data(tiny_run, "--batch-chars", value) == 2
+    assert "--batch-chars" in one_error_line(capsys.readouterr().err, "data.py")
+
+
+def test_data_ctrl_c_exits_130_without_traceback_or_half_files(tiny_run, capsys, monkeypatch):
+    # before: a KeyboardInterrupt traceback (the files were already atomic)
+    out = tiny_run["root"] / "ctrlc"
+    real = data_cli.prepare
+
+    def interrupted(kind, corpus, out_dir, *a, **kw):
+        from storygpt.data import prepare as prep
+
+        def boom(*a, **kw):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(prep, "encode_documents", boom)  # interrupted after the tokenizer is written
+        return real(kind, corpus, out_dir, *a, **kw)
+
+    monkeypatch.setattr(data_cli, "prepare", interrupted)
+    assert data_cli.main(["--train-file", str(tiny_run["src"]), "--out", str(out), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "interrupted" in err
+    names = sorted(p.name for p in (out / "tiny").iterdir())
+    assert names == ["tokenizer-word-10000.json", "train.txt", "valid.txt"]  # complete files only, no *.tmp
+
+
+def test_data_refuses_a_new_split_under_the_other_kinds_token_files(tiny_run, tmp_path, capsys):
+    # before: `data.py --bpe` then `data.py --valid-fraction 0.3` rewrote train.txt/valid.txt silently, so the
+    # bpe token files encoded other documents than valid.txt held (bits.py measured them on training text)
+    out = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--threads", "1"]
+    assert data_cli.main([*out, "--bpe", "--vocab-size", "280"]) == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()}
+    assert data_cli.main([*out, "--vocab-size", "50", "--valid-fraction", "0.3"]) == 1
+    msg = one_error_line(capsys.readouterr().err, "data.py")
+    assert "train.txt: this run splits the corpus differently" in msg and "train-bpe-280.bin" in msg
+    assert {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()} == before  # nothing touched
+    assert data_cli.main([*out, "--vocab-size", "50"]) == 0  # the same split: fine
+    assert data_cli.main([*out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3"]) == 1
+
+
+@pytest.mark.parametrize("ids", [np.array([1.5, 2.0]), np.array(["a"]), [1.0, 2.0]])
+def test_write_tokens_rejects_non_integer_ids(tiny_run, tmp_path, ids):
+    # before: floats were truncated silently (1.5 -> 1); strings gave a numpy UFuncTypeError
+    from storygpt.data import write_tokens
+
+    tok = load(tiny_run["corpus"] / "tokenizer-bpe-300.json")
+    target = tmp_path / "t.bin"
+    with pytest.raises(ValueError, match=rf"^{target}: token ids must be integers"):
+        write_tokens(target, ids, tok)
+    assert list(tmp_path.iterdir()) == []  # no file, no temporary left behind
+
+
+def test_read_tokens_with_the_other_kinds_tokenizer(tiny_run):
+    from storygpt.data import read_tokens
+
+    word = load(tiny_run["corpus"] / "tokenizer-word-60.json")
+    with pytest.raises(ValueError, match=rf"^{tiny_run['corpus']}/train-bpe-300.bin: written by another tokenizer"):
+        read_tokens(tiny_run["corpus"] / "train-bpe-300.bin", word)
+
+
+def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(tiny_run, tmp_path, monkeypatch):
+    # before: os.replace failed inside close() and the "NAME.XXXX.tmp" file stayed beside the destination
+    from storygpt.data import binfile, write_tokens
+
+    tok = load(tiny_run["corpus"] / "tokenizer-bpe-300.json")
+    target = tmp_path / "sub"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError, match=rf"^{target}: is a folder"):
+        write_tokens(target, np.array([1, 2]), tok)
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(binfile.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_tokens(tmp_path / "t.bin", np.array([1, 2]), tok)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
