@@ -118,7 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"base URL for the TinyStories files (default: ${corpora.TINYSTORIES_URL_ENV} or "
         f"{corpora.TINYSTORIES_URL})",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--tinystories-dir",
+        metavar="DIR",
+        help=f"use a local copy of TinyStories instead of downloading it: DIR holds "
+        f"{corpora.TINYSTORIES_FILES['train']} and {corpora.TINYSTORIES_FILES['valid']} (stories separated "
+        f"by <|endoftext|>), used at full size and streamed; implies --corpus tinystories",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars (each stage shows bytes done and time left)")
     return p
 
 
@@ -152,6 +159,9 @@ def _main(args) -> int:
     if args.bpe and args.tokenizer is not None:
         print("data.py: error: give either --bpe or --tokenizer SPEC, not both", file=sys.stderr)
         return 2
+    if args.tinystories_dir is not None and args.train_file is not None:
+        print("data.py: error: give either --tinystories-dir or --train-file, not both", file=sys.stderr)
+        return 2
     try:
         spec = parse_spec("bpe" if args.bpe else (args.tokenizer or "word"))
         if args.vocab_size is not None:
@@ -172,6 +182,8 @@ def _main(args) -> int:
             name=args.name,
             valid_fraction=args.valid_fraction,
             tinystories_url=args.tinystories_url,
+            tinystories_dir=args.tinystories_dir,
+            progress=not args.quiet,
         )
         stats = prepare(
             spec,

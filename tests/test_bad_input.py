@@ -8,7 +8,9 @@ happened before the fix.
 from __future__ import annotations
 
 import json
+import struct
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -310,6 +312,13 @@ def test_pretrain_token_file_with_ids_outside_the_vocabulary(work, tmp_path):
     raw[-20:] = b"\xff" * 20  # uint16 ids 65535 at the last 10 positions
     (d / "train-bpe-300.bin").write_bytes(bytes(raw))
     n = (len(raw) - 64) // 2
+    args = ["--data", str(d), *BPE, "--out-dir", str(tmp_path / "ck"), *TINY, "--max-steps", "1"]
+    # the payload checksum (binfile format 2) catches the corruption first
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: {d}/train-bpe-300.bin: checksum mismatch"):
+        pretrain.main(args)
+    # ids written out of range with a matching checksum (a writer bug, not a flipped bit): the range check
+    raw[56:60] = struct.pack("<I", zlib.crc32(bytes(raw[64:])))
+    (d / "train-bpe-300.bin").write_bytes(bytes(raw))
     with pytest.raises(
         SystemExit,
         match=rf"^pretrain.py: error: {d}/train-bpe-300.bin: token id 65535 at position "
