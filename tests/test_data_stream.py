@@ -484,3 +484,31 @@ def test_peak_memory_on_a_200_mb_corpus_is_bounded(tmp_path_factory, kind):
     folder = out / "big200"
     n_valid = sum(1 for _ in DocumentFile(folder / "valid.txt"))
     assert n_valid == round(0.1 * (n_valid + sum(1 for _ in DocumentFile(folder / "train.txt"))))
+
+
+# ---------------------------------------------------------------- the round-trip checker
+
+
+def test_verify_checks_token_files_against_the_documents(tmp_path, capsys):
+    from storygpt.data import verify
+
+    src = tmp_path / "pinned.txt"
+    src.write_bytes(pinned_corpus_bytes())
+    base = ["--train-file", str(src), "--out", str(tmp_path), "--quiet", "--threads", "1"]
+    assert data_cli.main([*base, "--bpe", "--vocab-size", "300"]) == 0
+    assert data_cli.main([*base, "--vocab-size", "120"]) == 0
+    folder = tmp_path / "pinned"
+    bpe = verify.check_split(folder, "bpe-300", "train")
+    assert bpe == {"documents": 36, "checked": 36, "tokens": read_tokens(folder / "train-bpe-300.bin").size,
+                   "lossless": True}  # fmt: skip
+    assert verify.check_split(folder, "word-120", "valid")["lossless"] is False
+    assert verify.main([str(folder), "word-120", "--quiet"]) == 0
+    assert "valid: " in capsys.readouterr().out
+    # documents swapped in the text file: caught, the document named
+    docs = corpora.read_documents(folder / "valid.txt")
+    corpora.write_documents(folder / "valid.txt", [docs[1], docs[0], *docs[2:]])
+    with pytest.raises(ValueError, match=r"valid-bpe-300.bin: document 0 of valid.txt does not match its ids"):
+        verify.check_split(folder, "bpe-300", "valid")
+    corpora.write_documents(folder / "valid.txt", docs[:-1])
+    assert verify.main([str(folder), "bpe-300", "--quiet"]) == 1
+    assert "4 documents in the ids, 3 in valid.txt" in capsys.readouterr().err
