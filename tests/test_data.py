@@ -652,7 +652,7 @@ def test_header_round_trip_and_checks(tmp_path):
     small = tmp_path / "small.bin"
     write_tokens(small, ids, fp, vocab_size=65536)
     raw = small.read_bytes()
-    assert raw[:8] == b"SGPTTOK\0" and struct.unpack("<IIQ", raw[8:24]) == (1, 2, 5)
+    assert raw[:8] == b"SGPTTOK\0" and struct.unpack("<IIQ", raw[8:24]) == (2, 2, 5)
     assert raw[24:56] == fp[:32].encode() and len(raw) == HEADER_SIZE + 2 * 5
     got = read_tokens(small, fp)
     assert got.dtype == np.uint16 and got.tolist() == ids.tolist()

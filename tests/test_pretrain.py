@@ -9,8 +9,10 @@ import argparse
 import json
 import math
 import os
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -543,12 +545,19 @@ def test_pretrain_token_file_with_ids_outside_the_vocabulary(tiny_run, tmp_path)
     raw[-20:] = b"\xff" * 20  # uint16 ids 65535 at the last 10 positions
     (d / "train-bpe-300.bin").write_bytes(bytes(raw))
     n = (len(raw) - 64) // 2
+    argv = tiny_argv(d, tmp_path / "ck", "--max-steps", "1")
+    # the payload checksum (binfile format 2) catches the corruption first
+    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: {d}/train-bpe-300.bin: checksum mismatch"):
+        pretrain.main(argv)
+    # ids written out of range with a matching checksum (a writer bug, not a flipped bit): the range check
+    raw[56:60] = struct.pack("<I", zlib.crc32(bytes(raw[64:])))
+    (d / "train-bpe-300.bin").write_bytes(bytes(raw))
     with pytest.raises(
         SystemExit,
         match=rf"^pretrain.py: error: {d}/train-bpe-300.bin: token id 65535 at position "
         rf"{n - 10:,} is outside the vocabulary \(vocab_size 300\)",
     ):
-        pretrain.main(tiny_argv(d, tmp_path / "ck", "--max-steps", "1"))
+        pretrain.main(argv)
 
 
 def test_pretrain_errors_carry_the_tool_name(tiny_run):

@@ -1,6 +1,6 @@
 """Token files and corpora for storygpt."""
 
-from .binfile import TokenWriter, dtype_for_vocab, read_header, read_tokens, write_tokens
+from .binfile import TokenWriter, dtype_for_vocab, read_header, read_tokens, verify_checksum, write_tokens
 from .corpora import (
     EOT,
     NetworkError,
@@ -26,6 +26,7 @@ __all__ = [
     "read_tinystories",
     "read_tokens",
     "split_documents",
+    "verify_checksum",
     "write_documents",
     "write_tokens",
 ]

