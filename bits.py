@@ -314,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt.checkpoint import data_dir_of
         from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint
         from storygpt.runtime import resolve_device
+        from storygpt.train import show
 
         device = resolve_device(args.device)
         paths = []
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         n_chars = count_characters(docs)
         if args.json != "-":
             print(
-                f"text: {source}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
+                f"text: {show(source)}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
                 f"device {device}",
                 flush=True,
             )
