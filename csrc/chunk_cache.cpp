@@ -35,19 +35,6 @@ void CacheTable::put(const unsigned char* p, size_t n, uint64_t h, const uint32_
 ShortChunkCache::ShortChunkCache(unsigned log2_sets)
     : sets_(new Set[size_t(1) << log2_sets]()), mask_((size_t(1) << log2_sets) - 1) {}
 
-bool ShortChunkCache::get(const ShortKey& key, std::vector<uint32_t>& out) const {
-    const Set& set = sets_[set_index(key)];
-    for (const Entry& e : set.way) {
-        if (!matches(e, key)) continue;
-        if (e.count <= kInlineIds)
-            out.insert(out.end(), e.ids, e.ids + e.count);
-        else
-            out.insert(out.end(), arena_.begin() + e.ids[0], arena_.begin() + e.ids[0] + e.count);
-        return true;
-    }
-    return false;
-}
-
 void ShortChunkCache::put(const ShortKey& key, const uint32_t* ids, size_t n_ids) {
     if (n_ids == 0 || n_ids > kMaxBytes) return;
     if (n_ids > kInlineIds && arena_.size() + n_ids > kMaxArenaIds) {  // drop everything, arena offsets included

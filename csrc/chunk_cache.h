@@ -62,11 +62,16 @@ inline uint64_t first_bytes(uint64_t v, size_t k) {
 // Makes the key of chunk p[0, n), n <= 16; `end` is the end of the buffer
 // holding the chunk (16 bytes are read at once when the buffer allows).
 inline ShortKey make_short_key(const unsigned char* p, size_t n, const unsigned char* end) {
-    unsigned char bytes[16] = {0};
-    std::memcpy(bytes, p, static_cast<size_t>(end - p) >= 16 ? 16 : n);
     uint64_t lo, hi;
-    std::memcpy(&lo, bytes, 8);
-    std::memcpy(&hi, bytes + 8, 8);
+    if (static_cast<size_t>(end - p) >= 16) {  // two fixed-size loads, no memcpy call
+        std::memcpy(&lo, p, 8);
+        std::memcpy(&hi, p + 8, 8);
+    } else {
+        unsigned char bytes[16] = {0};
+        std::memcpy(bytes, p, n);
+        std::memcpy(&lo, bytes, 8);
+        std::memcpy(&hi, bytes + 8, 8);
+    }
     return ShortKey{first_bytes(lo, n), first_bytes(hi, n > 8 ? n - 8 : 0), static_cast<uint32_t>(n)};
 }
 
@@ -86,7 +91,16 @@ class ShortChunkCache {
 
     explicit ShortChunkCache(unsigned log2_sets);
     // Appends the cached ids of `key` to `out`; false if absent.
-    bool get(const ShortKey& key, std::vector<uint32_t>& out) const;
+    bool get(const ShortKey& key, std::vector<uint32_t>& out) const {
+        const Set& set = sets_[set_index(key)];
+        for (const Entry& e : set.way) {
+            if (!matches(e, key)) continue;
+            const uint32_t* ids = e.count <= kInlineIds ? e.ids : arena_.data() + e.ids[0];
+            for (size_t i = 0; i < e.count; ++i) out.push_back(ids[i]);  // cheaper than insert() for 1-3 ids
+            return true;
+        }
+        return false;
+    }
     void put(const ShortKey& key, const uint32_t* ids, size_t n_ids);
 
    private:

@@ -122,15 +122,13 @@ void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsigned char
 }
 
 void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache) const {
-    std::vector<size_t> ends;
-    split_chunks(data, pattern_, ends);
     out.reserve(out.size() + data.size() / 3);
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     const unsigned char* end_of_data = base + data.size();
-    size_t start = 0;
-    for (size_t end : ends) {
+    // Chunk by chunk, without a vector of all chunk ends (8 bytes per chunk).
+    for (size_t start = 0, end; start < data.size(); start = end) {
+        end = chunk_end(data, start, pattern_);
         encode_chunk(base + start, end - start, end_of_data, out, cache);
-        start = end;
     }
 }
 
