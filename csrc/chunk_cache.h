@@ -48,19 +48,17 @@ struct ShortKey {
     uint32_t size;
 };
 
-// The first k (0..8) bytes of v (as memcpy loaded them), the rest zero.
+// The first k (1..8) bytes of v (as memcpy loaded them), the rest zero.
 inline uint64_t first_bytes(uint64_t v, size_t k) {
-    if (k >= 8) return v;
-    if (k == 0) return 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return v & ~(~uint64_t(0) >> (8 * k));
+    return v & (~uint64_t(0) << (64 - 8 * k));
 #else
     return v & (~uint64_t(0) >> (64 - 8 * k));
 #endif
 }
 
-// Makes the key of chunk p[0, n), n <= 16; `end` is the end of the buffer
-// holding the chunk (16 bytes are read at once when the buffer allows).
+// Makes the key of chunk p[0, n), 1 <= n <= 16; `end` is the end of the
+// buffer holding the chunk (16 bytes are read at once when the buffer allows).
 inline ShortKey make_short_key(const unsigned char* p, size_t n, const unsigned char* end) {
     uint64_t lo, hi;
     if (static_cast<size_t>(end - p) >= 16) {  // two fixed-size loads, no memcpy call
@@ -72,7 +70,7 @@ inline ShortKey make_short_key(const unsigned char* p, size_t n, const unsigned 
         std::memcpy(&lo, bytes, 8);
         std::memcpy(&hi, bytes + 8, 8);
     }
-    return ShortKey{first_bytes(lo, n), first_bytes(hi, n > 8 ? n - 8 : 0), static_cast<uint32_t>(n)};
+    return ShortKey{first_bytes(lo, n < 8 ? n : 8), n > 8 ? first_bytes(hi, n - 8) : 0, static_cast<uint32_t>(n)};
 }
 
 // chunk of at most 16 bytes -> ids, not synchronised.  A set-associative

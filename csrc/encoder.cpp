@@ -96,18 +96,25 @@ void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vecto
         encode_long(p, n, out);
 }
 
-void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
-                           WorkerCache& cache) const {
+// The usual case inline (a byte, or a short chunk found in the cache); the
+// rest in encode_chunk_miss, out of line, so that the loops calling this one
+// keep their registers.
+inline void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsigned char* end,
+                                  std::vector<uint32_t>& out, WorkerCache& cache) const {
     if (n == 1) {
         out.push_back(byte_ids_[p[0]]);
         return;
     }
+    if (n <= ShortChunkCache::kMaxBytes && cache.short_chunks.get(make_short_key(p, n, end), out)) return;
+    encode_chunk_miss(p, n, end, out, cache);
+}
+
+void Encoder::encode_chunk_miss(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                                WorkerCache& cache) const {
+    const size_t before = out.size();
     if (n <= ShortChunkCache::kMaxBytes) {
-        const ShortKey key = make_short_key(p, n, end);
-        if (cache.short_chunks.get(key, out)) return;
-        const size_t before = out.size();
         encode_short(p, n, out);
-        cache.short_chunks.put(key, out.data() + before, out.size() - before);
+        cache.short_chunks.put(make_short_key(p, n, end), out.data() + before, out.size() - before);
         return;
     }
     if (n > kMaxCachedChunk) {
@@ -116,7 +123,6 @@ void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsigned char
     }
     const uint64_t h = hash_bytes(p, n);
     if (cache.long_chunks.get(p, n, h, out)) return;
-    const size_t before = out.size();
     encode_chunk_uncached(p, n, out);
     cache.long_chunks.put(p, n, h, out.data() + before, out.size() - before);
 }

@@ -100,6 +100,8 @@ class Encoder {
     // Chunk p[0, n) inside a buffer that ends at `end`.
     void encode_chunk(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
                       WorkerCache& cache) const;
+    void encode_chunk_miss(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                           WorkerCache& cache) const;
     void encode_short(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
     void encode_long(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
 
