@@ -58,6 +58,48 @@ Raises:
             py::arg("data"),
             "Encode bytes (ordinary text: special tokens are plain text) -> numpy.ndarray[uint32] of ids.")
         .def(
+            "encode_list",
+            [](const storygpt::Encoder& enc, const py::handle& text, const py::list& id_objects) {
+                std::string_view v;
+                if (PyUnicode_Check(text.ptr())) {  // UTF-8 kept in the str after the first call, as tiktoken does
+                    Py_ssize_t size = 0;
+                    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+                    if (data == nullptr) throw py::error_already_set();
+                    v = std::string_view(data, static_cast<size_t>(size));
+                } else if (PyBytes_Check(text.ptr())) {
+                    v = view_of(py::reinterpret_borrow<py::bytes>(text));
+                } else {
+                    throw py::type_error("text must be str or bytes, got " + type_name(text));
+                }
+                std::vector<uint32_t> ids;
+                {
+                    py::gil_scoped_release release;
+                    enc.encode(v, ids);
+                }
+                if (static_cast<size_t>(PyList_GET_SIZE(id_objects.ptr())) < enc.vocab_size())
+                    throw py::value_error("id_objects has " + std::to_string(PyList_GET_SIZE(id_objects.ptr())) +
+                                          " items for a vocabulary of " + std::to_string(enc.vocab_size()));
+                PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+                if (list == nullptr) throw py::error_already_set();
+                for (size_t i = 0; i < ids.size(); ++i) {
+                    PyObject* id = PyList_GET_ITEM(id_objects.ptr(), ids[i]);
+                    Py_INCREF(id);
+                    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), id);
+                }
+                return py::reinterpret_steal<py::list>(list);
+            },
+            py::arg("text"), py::arg("id_objects"),
+            R"doc(Encode a str (as UTF-8) or bytes -> list of ids, like tiktoken's encode_ordinary.
+
+The list holds id_objects[id] for each id (pass list(range(vocab_size)): the
+same int objects are shared instead of one new int per token).  A str's UTF-8
+is computed once and kept in the str (PyUnicode_AsUTF8AndSize).
+
+Raises:
+    UnicodeEncodeError: text is a str with lone surrogates.
+    TypeError: text is neither str nor bytes.
+    ValueError: id_objects has fewer than vocab_size items.)doc")
+        .def(
             "encode_batch",
             [](const storygpt::Encoder& enc, const py::list& texts, int num_threads) {
                 std::vector<py::bytes> held;  // keeps every text alive while the GIL is released

@@ -1,5 +1,8 @@
 #include "chunk_cache.h"
 
+#include <algorithm>
+#include <new>
+
 namespace storygpt {
 
 bool CacheTable::get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) const {
@@ -29,16 +32,48 @@ void CacheTable::put(const unsigned char* p, size_t n, uint64_t h, const uint32_
     ids_.insert(ids_.end(), ids, ids + n_ids);
 }
 
-bool SharedCache::get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) {
-    Shard& shard = shards_[h >> 58];
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    return shard.table.get(p, n, h, out);
+ShortChunkCache::ShortChunkCache(unsigned log2_sets)
+    : sets_(new Set[size_t(1) << log2_sets]()), mask_((size_t(1) << log2_sets) - 1) {}
+
+void ShortChunkCache::put(const ShortKey& key, const uint32_t* ids, size_t n_ids) {
+    if (n_ids == 0 || n_ids > kMaxBytes) return;
+    if (n_ids > kInlineIds && arena_.size() + n_ids > kMaxArenaIds) {  // drop everything, arena offsets included
+        std::fill(sets_.get(), sets_.get() + mask_ + 1, Set());
+        arena_.clear();
+    }
+    Set& set = sets_[set_index(key)];
+    set.way[1] = set.way[0];
+    Entry& e = set.way[0];
+    e.lo = key.lo;
+    e.hi = key.hi;
+    e.size = static_cast<uint8_t>(key.size);
+    e.count = static_cast<uint8_t>(n_ids);
+    if (n_ids <= kInlineIds) {
+        std::copy(ids, ids + n_ids, e.ids);
+    } else {
+        e.ids[0] = static_cast<uint32_t>(arena_.size());
+        arena_.insert(arena_.end(), ids, ids + n_ids);
+    }
 }
 
-void SharedCache::put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t n_ids) {
-    Shard& shard = shards_[h >> 58];
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    shard.table.put(p, n, h, ids, n_ids);
+CachePool::Lease CachePool::lend() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!idle_.empty()) {
+            std::unique_ptr<WorkerCache> cache = std::move(idle_.back());
+            idle_.pop_back();
+            return Lease(*this, std::move(cache));
+        }
+    }
+    return Lease(*this, std::unique_ptr<WorkerCache>(new WorkerCache()));
+}
+
+void CachePool::give_back(std::unique_ptr<WorkerCache> cache) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+        idle_.push_back(std::move(cache));
+    } catch (const std::bad_alloc&) {  // the cache is dropped instead
+    }
 }
 
 }  // namespace storygpt

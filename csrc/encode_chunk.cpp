@@ -33,7 +33,7 @@ void Encoder::encode_short(const unsigned char* p, size_t n, std::vector<uint32_
         if (best > 0) merge[best - 1] = lookup(symbol[best - 1], symbol[best]);
         if (best + 1 < n) merge[best] = lookup(symbol[best], symbol[best + 1]);
     }
-    out.insert(out.end(), symbol, symbol + n);
+    for (size_t i = 0; i < n; ++i) out.push_back(symbol[i]);
 }
 
 namespace {

@@ -9,9 +9,8 @@ namespace storygpt {
 
 namespace {
 constexpr int64_t kMaxTokenId = (int64_t(1) << 26) - 1;
-constexpr size_t kShortChunk = 64;                     // encode_short up to here, encode_long above
-constexpr size_t kMaxCachedChunk = 256;                // longer chunks are not cached
-constexpr size_t kPrivateCacheFrom = size_t(1) << 16;  // texts this long pay for a LocalCache
+constexpr size_t kShortChunk = 64;       // encode_short up to here, encode_long above
+constexpr size_t kMaxCachedChunk = 256;  // longer chunks are not cached
 
 void check_id(int64_t id, const char* what) {
     if (id < 0 || id > kMaxTokenId)
@@ -27,7 +26,7 @@ std::string describe(size_t i, const MergeRule& m) {
 
 Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::vector<int64_t>>& byte_ids,
                  Pattern pattern, const std::optional<std::vector<int64_t>>& ranks)
-    : pattern_(pattern), num_merges_(merges.size()), merges_(merges.size()), cache_(new SharedCache()) {
+    : pattern_(pattern), num_merges_(merges.size()), merges_(merges.size()), caches_(new CachePool()) {
     if (byte_ids && byte_ids->size() != 256)
         throw std::invalid_argument("byte_ids must hold 256 distinct ids, got " + std::to_string(byte_ids->size()));
     if (ranks && ranks->size() != merges.size())
@@ -66,16 +65,27 @@ Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::
         const uint64_t rank =
             ranks ? std::lower_bound(distinct_ranks.begin(), distinct_ranks.end(), (*ranks)[i]) - distinct_ranks.begin()
                   : i;
-        const uint64_t key = pair_key(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right));
-        bool inserted;  // the first merge of a pair wins (as the reference's dict.setdefault)
-        merges_.find_or_insert(
-            mix64(key), [key](const MergeEntry& e) { return e.pair == key; },
-            [&]() { return MergeEntry{key, (rank << 32) | static_cast<uint64_t>(m.new_id)}; }, inserted);
+        merges_.insert_first(pair_key(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right)),
+                             (rank << 32) | static_cast<uint64_t>(m.new_id));
     }
     token_offset_.assign(vocab.size() + 1, 0);
     for (size_t id = 0; id < vocab.size(); ++id) token_offset_[id + 1] = token_offset_[id] + vocab[id].size();
     token_blob_.reserve(token_offset_.back());
     for (const auto& v : vocab) token_blob_ += v;
+}
+
+Encoder::MergeTable::MergeTable(size_t pairs) {
+    unsigned bits = 4;
+    while ((size_t(1) << bits) < 2 * pairs) ++bits;
+    slots_.assign(size_t(1) << bits, Slot{kEmpty, kNoMerge});
+    mask_ = slots_.size() - 1;
+    shift_ = 64 - bits;
+}
+
+void Encoder::MergeTable::insert_first(uint64_t pair, uint64_t merge) {
+    size_t i = index(pair);
+    while (slots_[i].pair != kEmpty && slots_[i].pair != pair) i = (i + 1) & mask_;
+    if (slots_[i].pair == kEmpty) slots_[i] = Slot{pair, merge};
 }
 
 void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
@@ -86,9 +96,25 @@ void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vecto
         encode_long(p, n, out);
 }
 
-void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const {
+// The usual case inline (a byte, or a short chunk found in the cache); the
+// rest in encode_chunk_miss, out of line, so that the loops calling this one
+// keep their registers.
+inline void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsigned char* end,
+                                  std::vector<uint32_t>& out, WorkerCache& cache) const {
     if (n == 1) {
         out.push_back(byte_ids_[p[0]]);
+        return;
+    }
+    if (n <= ShortChunkCache::kMaxBytes && cache.short_chunks.get(make_short_key(p, n, end), out)) return;
+    encode_chunk_miss(p, n, end, out, cache);
+}
+
+void Encoder::encode_chunk_miss(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                                WorkerCache& cache) const {
+    const size_t before = out.size();
+    if (n <= ShortChunkCache::kMaxBytes) {
+        encode_short(p, n, out);
+        cache.short_chunks.put(make_short_key(p, n, end), out.data() + before, out.size() - before);
         return;
     }
     if (n > kMaxCachedChunk) {
@@ -96,34 +122,25 @@ void Encoder::encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_
         return;
     }
     const uint64_t h = hash_bytes(p, n);
-    if (local && local->get(p, n, h, out)) return;
-    const size_t before = out.size();
-    if (!cache_->get(p, n, h, out)) {
-        encode_chunk_uncached(p, n, out);
-        cache_->put(p, n, h, out.data() + before, out.size() - before);
-    }
-    if (local) local->put(p, n, h, out.data() + before, out.size() - before);
+    if (cache.long_chunks.get(p, n, h, out)) return;
+    encode_chunk_uncached(p, n, out);
+    cache.long_chunks.put(p, n, h, out.data() + before, out.size() - before);
 }
 
-void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const {
-    std::vector<size_t> ends;
-    split_chunks(data, pattern_, ends);
+void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache) const {
     out.reserve(out.size() + data.size() / 3);
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
-    size_t start = 0;
-    for (size_t end : ends) {
-        encode_chunk(base + start, end - start, out, local);
-        start = end;
+    const unsigned char* end_of_data = base + data.size();
+    // Chunk by chunk, without a vector of all chunk ends (8 bytes per chunk).
+    for (size_t start = 0, end; start < data.size(); start = end) {
+        end = chunk_end(data, start, pattern_);
+        encode_chunk(base + start, end - start, end_of_data, out, cache);
     }
 }
 
 void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
-    if (data.size() >= kPrivateCacheFrom) {
-        LocalCache local;
-        encode_pieces(data, out, &local);
-    } else {
-        encode_pieces(data, out, nullptr);
-    }
+    const CachePool::Lease cache = caches_->lend();
+    encode_pieces(data, out, *cache);
 }
 
 void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_threads, std::vector<uint32_t>& ids,
@@ -145,12 +162,12 @@ void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_t
     const size_t n_groups = group_start.size() - 1;
     std::vector<std::vector<uint32_t>> group_ids(n_groups);
     std::vector<int64_t> lengths(texts.size(), 0);
-    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
+    std::vector<std::unique_ptr<CachePool::Lease>> caches(static_cast<size_t>(threads));
     parallel_for(n_groups, threads, [&](size_t g, size_t w) {
-        if (!locals[w]) locals[w].reset(new LocalCache());
+        if (!caches[w]) caches[w].reset(new CachePool::Lease(caches_->lend()));
         for (size_t i = group_start[g]; i < group_start[g + 1]; ++i) {
             const size_t before = group_ids[g].size();
-            encode_pieces(texts[i], group_ids[g], locals[w].get());
+            encode_pieces(texts[i], group_ids[g], **caches[w]);
             lengths[i] = static_cast<int64_t>(group_ids[g].size() - before);
         }
     });
@@ -169,12 +186,13 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
     constexpr size_t kTaskChunks = 4096;
     const int threads = resolve_threads(num_threads);
     InputFile file(path);
-    std::vector<std::unique_ptr<LocalCache>> locals(static_cast<size_t>(threads));
-    for (auto& local : locals) local.reset(new LocalCache());
+    std::vector<std::unique_ptr<CachePool::Lease>> caches(static_cast<size_t>(threads));
     std::vector<std::vector<uint32_t>> parts;
     auto encode_run = [&](const ChunkBatch& batch, const ChunkRun& run, std::vector<uint32_t>& ids, size_t w) {
+        if (!caches[w]) caches[w].reset(new CachePool::Lease(caches_->lend()));
         batch.for_each_chunk(run, [&](std::string_view chunk) {
-            encode_chunk(reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size(), ids, locals[w].get());
+            const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
+            encode_chunk(p, chunk.size(), p + chunk.size(), ids, **caches[w]);
         });
     };
     auto on_batch = [&](const ChunkBatch& batch) {

@@ -65,33 +65,55 @@ class Encoder {
    private:
     // A merge: rank index << 32 | new id, or kNoMerge.
     static constexpr uint64_t kNoMerge = ~uint64_t(0);
-    struct MergeEntry {
-        uint64_t pair;  // pair_key(left, right)
-        uint64_t rank_and_id;
-    };
-    struct MergeHash {
-        uint64_t operator()(const MergeEntry& e) const { return mix64(e.pair); }
-    };
-    uint64_t lookup(uint32_t left, uint32_t right) const {
-        const uint64_t key = pair_key(left, right);
-        const uint32_t i = merges_.find(mix64(key), [key](const MergeEntry& e) { return e.pair == key; });
-        return i == merges_.kNotFound ? kNoMerge : merges_[i].rank_and_id;
-    }
 
-    void encode_pieces(std::string_view data, std::vector<uint32_t>& out, LocalCache* local) const;
-    void encode_chunk(const unsigned char* p, size_t n, std::vector<uint32_t>& out, LocalCache* local) const;
+    // pair_key(left, right) -> its merge, with the pair and its merge inline
+    // in the slots (linear probing, at most half full): a look-up reads one
+    // slot, usually one cache line.  The encoder's innermost operation;
+    // measured against HashMap (slot -> index -> entry, two dependent reads)
+    // in the loop of encode_short: see docs/performance.md.
+    class MergeTable {
+       public:
+        explicit MergeTable(size_t pairs);
+        // Adds pair -> merge unless the pair is there: the first merge of a pair
+        // wins, as in the reference (dict.setdefault).
+        void insert_first(uint64_t pair, uint64_t merge);
+        uint64_t find(uint64_t pair) const {
+            for (size_t i = index(pair);; i = (i + 1) & mask_) {
+                const Slot& s = slots_[i];
+                if (s.pair == pair || s.pair == kEmpty) return s.merge;  // kNoMerge in empty slots
+            }
+        }
+
+       private:
+        static constexpr uint64_t kEmpty = ~uint64_t(0);  // no pair: ids are below 2**26
+        struct Slot {
+            uint64_t pair, merge;
+        };
+        size_t index(uint64_t pair) const { return (pair * 0x9E3779B97F4A7C15ULL) >> shift_; }
+        std::vector<Slot> slots_;
+        size_t mask_;
+        unsigned shift_;
+    };
+    uint64_t lookup(uint32_t left, uint32_t right) const { return merges_.find(pair_key(left, right)); }
+
+    void encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache) const;
+    // Chunk p[0, n) inside a buffer that ends at `end`.
+    void encode_chunk(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                      WorkerCache& cache) const;
+    void encode_chunk_miss(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                           WorkerCache& cache) const;
     void encode_short(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
     void encode_long(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
 
     Pattern pattern_;
     size_t num_merges_ = 0;
     std::array<uint32_t, 256> byte_ids_{};
-    HashMap<MergeEntry, MergeHash> merges_;  // first occurrence of each pair
+    MergeTable merges_;
     // vocabulary: bytes of id = token_blob_[token_offset_[id], token_offset_[id + 1])
     std::vector<uint64_t> token_offset_;
     std::string token_blob_;
     std::vector<uint8_t> token_defined_;
-    std::unique_ptr<SharedCache> cache_;
+    std::unique_ptr<CachePool> caches_;
 };
 
 }  // namespace storygpt

@@ -256,6 +256,7 @@ class BPETokenizer(Tokenizer):
         self._is_special = np.zeros(size, dtype=bool)
         self._is_special[list(self._special.values())] = True
 
+        self._id_objects: list[int] | None = None  # list(range(vocab size)), made on first use
         if backend == "cpp":
             self._encoder = _load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
         else:
@@ -739,9 +740,15 @@ class BPETokenizer(Tokenizer):
             out.append(text[pos:])
         return out
 
-    def _encode_bytes(self, data: bytes) -> list[int]:
-        ids = self._encoder.encode(data)
-        return ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+    def _encode_bytes(self, data: bytes | str) -> list[int]:
+        """Ids of ``data`` (bytes, or a str without lone surrogates) as a list."""
+        if self.backend == "cpp":  # one shared int object per id, not one new int per token
+            if self._id_objects is None:
+                self._id_objects = list(range(self._vocab_size))
+            return self._encoder.encode_list(data, self._id_objects)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        return list(self._encoder.encode(data))
 
     def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
         """Encode ``text`` to ids (tiktoken's rules for special tokens).
@@ -777,6 +784,11 @@ class BPETokenizer(Tokenizer):
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode with every special token treated as plain text."""
+        if isinstance(text, str):
+            try:
+                return self._encode_bytes(text)
+            except UnicodeEncodeError:  # lone surrogates: replaced below
+                pass
         return self._encode_bytes(_clean_text(text).encode("utf-8"))
 
     def _encode_many(self, pieces: list[bytes], num_threads: int) -> list[np.ndarray]:
