@@ -792,4 +792,6 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from storygpt.cli import run
+
+    run(main)

@@ -214,4 +214,6 @@ def _main(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from storygpt.cli import run
+
+    run(main)

@@ -117,6 +117,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
         if value is not None and not (math.isfinite(value) and value >= low):
             bound = "> 0" if name == "minutes" else f">= {low}"
             parser.error(f"--{name.replace('_', '-')} must be {bound} (and finite), got {value}")
+    if not 0 <= args.seed < 2**63:
+        parser.error(f"--seed must be in 0 .. 2**63-1, got {args.seed}")
     for name in ("dropout", "rope_theta"):
         if not math.isfinite(getattr(args, name)):
             parser.error(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
@@ -220,4 +222,6 @@ def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, st
 
 
 if __name__ == "__main__":
-    main()
+    from storygpt.cli import run
+
+    run(main)

@@ -346,4 +346,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from storygpt.cli import run
+
+    run(main)

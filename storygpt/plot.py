@@ -73,7 +73,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
 
     Raises:
         FileNotFoundError: no such file (the message names it).
-        MetricsError: a malformed line, named as ``FILE:LINE``.
+        MetricsError: a malformed line, named as ``FILE:LINE``; a file that is not UTF-8.
     """
     path = Path(path)
     try:
@@ -82,6 +82,8 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
         raise FileNotFoundError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise MetricsError(f"{path}: is a folder, not a metrics.jsonl file") from None
+    except UnicodeDecodeError as e:
+        raise MetricsError(f"{path}: not UTF-8 text (byte {e.start}); not a metrics.jsonl file") from None
     lines = text.split("\n")
     rows = []
     for n, line in enumerate(lines, 1):

@@ -651,7 +651,7 @@ def acquire_lock(path: Path) -> None:
     """Create ``path`` holding this pid; a lock of a dead process on this machine is taken over.
 
     Raises:
-        RunError: another live process holds the lock.
+        RunError: another live process holds the lock, or the folder cannot be written.
     """
     import socket
 
@@ -674,6 +674,11 @@ def acquire_lock(path: Path) -> None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # stale: its process is gone
             continue
+        except OSError as e:  # a read-only run folder, a full disk, ...
+            why = e.strerror or os.strerror(e.errno or errno.EIO)
+            raise RunError(
+                f"cannot write in the run folder {show(path.parent)} (lock file {show(path)}): {why}"
+            ) from None
         with os.fdopen(fd, "w") as f:
             f.write(me)
         return

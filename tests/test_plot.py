@@ -87,6 +87,14 @@ def test_torn_last_line_is_dropped_and_a_bad_middle_line_is_an_error(tmp_path):
         plot.run_curve(bad)
 
 
+def test_metrics_that_are_not_utf8_are_one_error(tmp_path):
+    bad = tmp_path / "bin"
+    bad.mkdir()
+    (bad / "metrics.jsonl").write_bytes(b"\xff\xfe{}\n")
+    with pytest.raises(plot.MetricsError, match=r"metrics.jsonl: not UTF-8 text \(byte 0\)"):
+        plot.run_curve(bad)
+
+
 def test_repeated_evaluation_keeps_the_later_row(tmp_path):
     rows = [eval_row(10, 3.0), eval_row(20, 2.6), eval_row(20, 2.5), {"kind": "eval", "step": 30, "val_bpc": None}]
     curve = plot.eval_curve(rows, "x")

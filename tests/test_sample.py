@@ -336,3 +336,19 @@ def test_sample_text_file_given_as_checkpoint(tiny_run, capsys):
     assert sample.main([str(tiny_run["src"])]) == 2
     msg = one_error_line(capsys.readouterr().err, "sample.py")
     assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(runs):
+    """``sample.py ... | head -c 5``: exit 141 (SIGPIPE) quietly, not a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    tool = [sys.executable, str(REPO / "sample.py"), str(runs["bpe"]), "--max-new-tokens", "400"]
+    p = subprocess.Popen([*tool, "--num-samples", "50", "--seed", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert len(p.stdout.read(5)) == 5
+    p.stdout.close()  # the reader goes away
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
