@@ -497,10 +497,39 @@ def tool_failed(tool: str, run: Run, rc: int) -> CompareError:
     return CompareError(f"{tool} failed for {run.spec} (exit {rc}): {why} (log: {run.log})")
 
 
+def bpe_options(data_args: list[str]) -> dict:
+    """The BPE training options data.py gets from ``data_args`` (its defaults where they are not given)."""
+    from storygpt.data.prepare import DEFAULT_PATTERN
+
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--pattern", default=DEFAULT_PATTERN)
+    p.add_argument("--tie-break", dest="tie_break", default="smallest_ids")
+    p.add_argument("--min-frequency", dest="min_frequency", type=int, default=1)
+    known, _ = p.parse_known_args(data_args)
+    return vars(known)
+
+
+def stale_token_files(data_dir: Path, slug: str, data_args: list[str]) -> str | None:
+    """Why the token files of ``slug`` in ``data_dir`` were made with other BPE options, or None.
+
+    The slug names the vocabulary size only; stats-SLUG.json records the pattern, tie rule and
+    minimum pair frequency data.py trained with.
+    """
+    stats = read_json_or_none(data_dir / f"stats-{slug}.json") or {}
+    if stats.get("kind") != "bpe":
+        return None
+    want = bpe_options(data_args)
+    diff = [f"{k} {stats.get(k)!r} (this comparison: {v!r})" for k, v in want.items() if stats.get(k) != v]
+    return ", ".join(diff) or None
+
+
 def prepare_data(run: Run, args, settings: Settings, data_dir: Path) -> bool:
-    """data.py for this tokenizer unless its files are there; returns True when it ran."""
+    """data.py for this tokenizer unless its files are there, made with these options; True when it ran."""
     if all(p.is_file() for p in token_files(data_dir, run.slug)) and (data_dir / "valid.txt").is_file():
-        return False
+        why = stale_token_files(data_dir, run.slug, settings.data_args)
+        if why is None:
+            return False
+        print(f"{run.spec}: the token files in {data_dir} were made with {why}: making them again", flush=True)
     cmd = python_tool("data.py") + ["--tokenizer", str(run.spec), "--out", args.data_root, "--quiet"]
     if args.train_file:
         cmd += ["--train-file", args.train_file]
@@ -720,7 +749,13 @@ def main(argv: list[str] | None = None) -> int:
         meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv)
         from storygpt.report import markdown_table, write_report
 
-        write_report(report_dir, results, meta, curves)
+        try:
+            write_report(report_dir, results, meta, curves)
+        except OSError as e:  # a read-only or full reports folder: the runs are kept, the report can be made again
+            why = e.strerror or str(e)
+            raise CompareError(
+                f"cannot write the report in {report_dir}: {why}; the runs are finished, run again"
+            ) from None
     except CompareError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

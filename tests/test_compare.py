@@ -160,6 +160,23 @@ class Recorder:
         return [t for t, _ in self.calls]
 
 
+def test_a_report_folder_that_cannot_be_written_is_one_error(layout, monkeypatch, capsys):
+    # before: a PermissionError traceback from the atomic writer of report.md
+    import storygpt.report
+
+    for spec, folder in layout["runs"].items():
+        write_fake_run(folder, spec)
+
+    def read_only(report_dir, *a, **k):
+        raise PermissionError(13, "Permission denied", str(report_dir / ".report.md.x.tmp"))
+
+    monkeypatch.setattr(storygpt.report, "write_report", read_only)
+    assert compare.main(layout["argv"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("compare.py: error: cannot write the report in ") and "\n" not in err
+    assert err.endswith(f"{layout['report'].name}: Permission denied; the runs are finished, run again")
+
+
 def test_report_from_finished_runs_and_nothing_rerun(layout, monkeypatch, capsys):
     for spec, folder in layout["runs"].items():
         write_fake_run(folder, spec)
@@ -399,3 +416,16 @@ def test_compare_end_to_end(tmp_path):
     assert second.returncode == 0, second.stderr[-2000:]
     assert second.stdout.count("done before") == 3
     assert {p: p.stat().st_mtime_ns for p in ckpts} == before  # no training, no new checkpoint
+
+
+def test_token_files_made_with_other_bpe_options_are_made_again(tmp_path):
+    # before: data.py --tokenizer bpe:300 --min-frequency 99999999 left 0-merge files that compare reused as bpe:300
+    stats = {"kind": "bpe", "pattern": "gpt4", "tie_break": "smallest_ids", "min_frequency": 99999999}
+    (tmp_path / "stats-bpe-300.json").write_text(json.dumps(stats))
+    why = compare.stale_token_files(tmp_path, "bpe-300", [])
+    assert why == "min_frequency 99999999 (this comparison: 1)"
+    assert compare.stale_token_files(tmp_path, "bpe-300", ["--min-frequency", "99999999"]) is None
+    why = compare.stale_token_files(tmp_path, "bpe-300", ["--pattern", "gpt2", "--min-frequency=99999999"])
+    assert why == "pattern 'gpt4' (this comparison: 'gpt2')"
+    (tmp_path / "stats-word-10.json").write_text(json.dumps({"kind": "word", "min_frequency": None}))
+    assert compare.stale_token_files(tmp_path, "word-10", []) is None

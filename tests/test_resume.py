@@ -137,6 +137,24 @@ def test_lock_refuses_a_second_writer_and_recovers_from_a_stale_one(corpus, tmp_
     assert not (run_dir / "lock").exists()
 
 
+def test_read_only_run_folder_is_one_error(corpus, tmp_path, monkeypatch):
+    # before: a PermissionError traceback from acquire_lock (the tests run as root, so the folder's
+    # mode cannot refuse the write: os.open refuses it instead)
+    real_open = os.open
+
+    def read_only(path, flags, *a):
+        if str(path).endswith("lock") and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(
+        SystemExit,
+        match=r"^pretrain.py: error: cannot write in the run folder .*run \(lock file .*lock\): Permission denied$",
+    ):
+        train(corpus, tmp_path / "run", "--max-steps", "2")
+
+
 def test_full_disk_keeps_the_previous_checkpoint(corpus, tmp_path, monkeypatch, capsys):
     run_dir = tmp_path / "run"
     real = T.save_checkpoint
