@@ -66,7 +66,7 @@ def test_data_ctrl_c_exits_130_without_traceback_or_half_files(tiny_run, capsys,
         def boom(*a, **kw):
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(prep, "encode_documents", boom)  # interrupted after the tokenizer is written
+        monkeypatch.setattr(prep, "encode_documents", boom)  # interrupted after training, while encoding
         return real(kind, corpus, out_dir, *a, **kw)
 
     monkeypatch.setattr(data_cli, "prepare", interrupted)
@@ -74,7 +74,8 @@ def test_data_ctrl_c_exits_130_without_traceback_or_half_files(tiny_run, capsys,
     err = capsys.readouterr().err
     assert "Traceback" not in err and "interrupted" in err
     names = sorted(p.name for p in (out / "tiny").iterdir())
-    assert names == ["tokenizer-word-10000.json", "train.txt", "valid.txt"]  # complete files only, no *.tmp
+    # complete files only, no *.tmp, and none of the SPEC's files: the tokenizer file is written last
+    assert names == ["train.txt", "valid.txt"]
 
 
 def test_data_refuses_a_new_split_under_the_other_kinds_token_files(tiny_run, tmp_path, capsys):

@@ -572,18 +572,24 @@ def prepare(
         characters=texts["train"]["characters"],
     )
     train_s = time.perf_counter() - t0
-    save_tokenizer(tok, folder / f"tokenizer-{slug}.json")
-    splits = {}
-    for split in ("train", "valid"):
-        splits[split] = encode_documents(
-            tok,
-            DocumentFile(folder / f"{split}.txt"),
-            folder / f"{split}-{slug}.bin",
-            num_threads,
-            batch_chars,
-            desc=f"encode {split}.txt",
-            progress=progress,
-        )
+    splits, written = {}, []
+    try:  # the tokenizer file goes last: a tokenizer that fails to encode leaves no files of its SPEC
+        for split in ("train", "valid"):
+            written.append(folder / f"{split}-{slug}.bin")
+            splits[split] = encode_documents(
+                tok,
+                DocumentFile(folder / f"{split}.txt"),
+                written[-1],
+                num_threads,
+                batch_chars,
+                desc=f"encode {split}.txt",
+                progress=progress,
+            )
+        save_tokenizer(tok, folder / f"tokenizer-{slug}.json")
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     stats = {
         "corpus": corpus.name,
         "source": corpus.source,
