@@ -119,6 +119,27 @@ def data_dir_of(ckpt: dict, path: str | os.PathLike) -> Path | None:
     return Path(ckpt["data_dir"]) if ckpt.get("data_dir") else None
 
 
+def torch_reason(e: BaseException) -> str:
+    """The informative line of an error torch raised, without its advice (``weights_only=False``...).
+
+    torch's unpickler wraps the real cause ("Unsupported operand 255") in a paragraph that suggests
+    loading the file with ``weights_only=False``, which would run arbitrary code from a damaged or
+    foreign file; ``load_state_dict`` lists every mismatching tensor on its own line.
+    """
+    text = str(e)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("Error(s) in loading state_dict", "Check the documentation"))]
+    first = lines[0] if lines else type(e).__name__
+    more = (
+        f" (and {len(lines) - 1} more)"
+        if len(lines) > 1 and first.startswith(("size mismatch", "Missing", "Unexpected"))
+        else ""
+    )
+    return f"{first[:200]}{more}"
+
+
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
     """Load a checkpoint dict with ``weights_only=True``; check its keys and the weights' checksum.
 
@@ -143,7 +164,7 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # the unpickler raises many kinds (EOFError, IndexError, UnpicklingError...)
         raise CheckpointError(
-            f"{path}: cannot read checkpoint (corrupt or truncated file?): {type(e).__name__}: {str(e)[:200]}"
+            f"{path}: cannot read checkpoint (corrupt or truncated file?): {type(e).__name__}: {torch_reason(e)}"
         ) from e
     if not isinstance(ckpt, dict):
         raise CheckpointError(f"{path}: not a storygpt checkpoint (holds a {type(ckpt).__name__}, not a dict)")
@@ -228,7 +249,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
     try:
         model.load_state_dict(clean_state_dict(ckpt["model"]))
     except RuntimeError as e:
-        raise CheckpointError(f"{path}: model weights do not fit the config: {str(e)[:300]}") from e
+        raise CheckpointError(f"{path}: model weights do not fit the config: {torch_reason(e)}") from e
     model.to(device).eval()
     return model, tokenizer, ckpt
 

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -394,6 +395,30 @@ def test_bad_checkpoints_raise_clear_errors(tmp_path):
     torch.save([1, 2, 3], tmp_path / "list.pt")
     with pytest.raises(CheckpointError, match=r"list\.pt: not a storygpt checkpoint"):
         load_checkpoint(tmp_path / "list.pt")
+
+
+def test_checkpoint_errors_are_one_line_without_torch_advice(tmp_path):
+    # before: torch's state_dict report (one line per tensor) and its "Re-running torch.load with
+    # weights_only set to False" advice (which would run code from a damaged or foreign file)
+    _, ckpt = tiny_checkpoint()
+    ckpt["config"] = {**ckpt["config"], "n_embd": ckpt["config"]["n_embd"] * 2}
+    ckpt.pop("model_sha256", None)
+    save_checkpoint(tmp_path / "shape.pt", ckpt)
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(tmp_path / "shape.pt")
+    msg = str(e.value)
+    assert "\n" not in msg and "model weights do not fit the config: size mismatch for " in msg
+    assert re.search(r"\(and \d+ more\)$", msg)
+    torch.save({"a": torch.zeros(2)}, tmp_path / "pickle.pt")
+    raw = bytearray((tmp_path / "pickle.pt").read_bytes())
+    i = raw.find(b"\x80\x02")
+    raw[i + 2 : i + 6] = b"\xff\xfe\xfd\xfc"  # an opcode the unpickler does not know
+    (tmp_path / "pickle.pt").write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(tmp_path / "pickle.pt")
+    assert str(e.value).endswith(
+        "pickle.pt: cannot read checkpoint (corrupt or truncated file?): UnpicklingError: Unsupported operand 255"
+    )
 
 
 # ---------------------------------------------------------- two processes
