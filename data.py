@@ -161,6 +161,9 @@ def _main(args) -> int:
     if args.bpe and args.tokenizer is not None:
         print("data.py: error: give either --bpe or --tokenizer SPEC, not both", file=sys.stderr)
         return 2
+    if args.name is not None and not args.name.strip():
+        print("data.py: error: --name must not be empty (it is the corpus folder under --out)", file=sys.stderr)
+        return 2
     if args.tinystories_dir is not None and args.train_file is not None:
         print("data.py: error: give either --tinystories-dir or --train-file, not both", file=sys.stderr)
         return 2
@@ -169,6 +172,8 @@ def _main(args) -> int:
         if args.vocab_size is not None:
             if not spec.is_trained:
                 raise SpecError(f"--vocab-size applies to bpe and word, not to {spec}")
+            if spec.vocab_size is not None and args.tokenizer and ":" in args.tokenizer:
+                raise SpecError(f"--tokenizer {args.tokenizer} names a vocabulary size already; drop --vocab-size")
             spec = parse_spec(f"{spec.kind}:{args.vocab_size}")
         _ = spec.slug  # a missing hf:/file: file is named here, before the corpus is read
     except (SpecError, FileNotFoundError) as e:

@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out) if args.out else (folders[0] / "loss.png" if len(folders) == 1 else Path("runs.png"))
         if out.is_dir():
             raise MetricsError(f"--out {out}: is a folder; give a file name such as {out / 'runs.png'}")
+        if out.suffix.lower() != ".png":
+            raise MetricsError(f"--out {out}: plot.py writes PNG images; give a name ending in .png")
         title = args.title if args.title is not None else (curves[0].label if len(curves) == 1 else None)
         plot_curves([c for c in curves if len(c)], out, axes, title=title)
     except (FileNotFoundError, MetricsError, OSError) as e:

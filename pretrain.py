@@ -130,6 +130,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
         for k, v in fields.items():
             if k not in explicit:
                 setattr(args, k, v)
+    if args.min_lr > args.lr and "min_lr" in explicit:
+        parser.error(f"--min-lr {args.min_lr} is above --lr {args.lr} (the peak learning rate)")
+    args.min_lr = min(args.min_lr, args.lr)  # a --lr below the default --min-lr: no rise at the end
     if args.bpe and args.tokenizer is not None:
         parser.error("--bpe is short for --tokenizer bpe: give one of them")
     try:

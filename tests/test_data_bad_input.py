@@ -129,3 +129,17 @@ def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(tiny_run
     with pytest.raises(OSError, match="No space left"):
         write_tokens(tmp_path / "t.bin", np.array([1, 2]), tok)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tokenizer", "bpe:600", "--vocab-size", "700"], "--tokenizer bpe:600 names a vocabulary size already"),
+        (["--name", ""], "--name must not be empty (it is the corpus folder under --out)"),
+    ],
+)
+def test_data_conflicting_or_empty_arguments(tmp_path, capsys, argv, message):
+    # before: --vocab-size silently won over the SPEC's size; an empty --name fell back to the corpus name
+    assert data_cli.main([*argv, "--out", str(tmp_path)]) == 2
+    assert message in one_error_line(capsys.readouterr().err, "data.py")
+    assert not any(tmp_path.iterdir())

@@ -168,6 +168,7 @@ def test_plot_cli(tmp_path, capsys, monkeypatch):
         (lambda t: (t / "old").mkdir() or (t / "old" / "metrics.json").write_text("{}"), ["{t}/old"], "older"),
         (lambda t: write_run(t / "r", [3.0]), ["{t}/r", "--x", "steps"], "--x 'steps'"),
         (lambda t: write_run(t / "r", [3.0]), ["{t}/r", "--out", "{t}"], "is a folder"),
+        (lambda t: write_run(t / "r", [3.0]), ["{t}/r", "--out", "{t}/r.pdf"], "give a name ending in .png"),
         (
             lambda t: (t / "e").mkdir() or (t / "e" / "metrics.jsonl").write_text(json.dumps(step_row(1)) + "\n"),
             ["{t}/e"],

@@ -585,6 +585,28 @@ def test_pretrain_token_file_with_ids_outside_the_vocabulary(tiny_run, tmp_path)
         pretrain.main(argv)
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--seed", "-1"], "--seed must be in 0 .. 2**63-1, got -1"),
+        (["--seed", str(10**23)], f"--seed must be in 0 .. 2**63-1, got {10**23}"),
+        (["--min-lr", "1"], "--min-lr 1.0 is above --lr 0.003 (the peak learning rate)"),
+    ],
+)
+def test_pretrain_refuses_bad_seed_and_learning_rates(argv, message, capsys):
+    # before: numpy's and torch's tracebacks for the seeds; a schedule that rose at the end for --min-lr
+    with pytest.raises(SystemExit):
+        pretrain.parse(argv)
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"pretrain.py: error: {message}"
+
+
+def test_a_low_lr_lowers_the_default_min_lr():
+    args, _ = pretrain.parse(["--lr", "1e-4"])
+    assert args.min_lr == 1e-4
+    args, _ = pretrain.parse([])
+    assert (args.lr, args.min_lr) == (3e-3, 3e-4)
+
+
 def test_pretrain_errors_carry_the_tool_name(tiny_run):
     # before: "error: ..." without the tool's name
     with pytest.raises(SystemExit, match=r"^pretrain.py: error: .*already exists"):
