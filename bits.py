@@ -302,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from storygpt import load_checkpoint
-        from storygpt.checkpoint import data_dir_of
-        from storygpt.evaluate import count_characters, evaluate_bits, resolve_checkpoint
+        from storygpt.checkpoint import data_dir_of, resolve_checkpoint
+        from storygpt.evaluate import count_characters, evaluate_bits
         from storygpt.runtime import pick_dtype, resolve_device
         from storygpt.train import show
 

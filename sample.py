@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from storygpt import load_checkpoint
-        from storygpt.evaluate import resolve_checkpoint
+        from storygpt.checkpoint import resolve_checkpoint
         from storygpt.runtime import resolve_device
 
         path = resolve_checkpoint(args.checkpoint)

@@ -140,6 +140,23 @@ def torch_reason(e: BaseException) -> str:
     return f"{first[:200]}{more}"
 
 
+def resolve_checkpoint(path: str | os.PathLike) -> Path:
+    """A checkpoint file, or a run folder (its best.pt, else ckpt.pt).
+
+    Raises:
+        FileNotFoundError: naming the path when nothing loadable is there.
+    """
+    p = Path(path)
+    if p.is_dir():
+        for name in ("best.pt", "ckpt.pt"):
+            if (p / name).is_file():
+                return p / name
+        raise FileNotFoundError(f"no best.pt or ckpt.pt in run folder {p}")
+    if not p.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {p}")
+    return p
+
+
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
     """Load a checkpoint dict with ``weights_only=True``; check its keys and the weights' checksum.
 
@@ -208,7 +225,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
     """Load a model and its tokenizer from a checkpoint written by pretrain.py.
 
     Args:
-        path: a ``ckpt.pt`` / ``best.pt`` file.
+        path: a ``ckpt.pt`` / ``best.pt`` file, or a run folder (its best.pt, else ckpt.pt).
         device: where to put the model (and tensors of the returned dict).
 
     Returns:
@@ -226,7 +243,7 @@ def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu")
     """
     from .model import GPT, GPTConfig
 
-    path = Path(path)
+    path = resolve_checkpoint(path)
     if isinstance(device, str):  # a bad name would otherwise be reported as a corrupt checkpoint
         from .runtime import resolve_device
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,23 +59,6 @@ from storygpt.data.corpora import read_documents  # noqa: F401
 # --------------------------------------------------------------------------
 # checkpoints
 # --------------------------------------------------------------------------
-
-
-def resolve_checkpoint(path: str) -> Path:
-    """A checkpoint file, or a run folder (its best.pt, else ckpt.pt).
-
-    Raises:
-        FileNotFoundError: naming the path when nothing loadable is there.
-    """
-    p = Path(path)
-    if p.is_dir():
-        for name in ("best.pt", "ckpt.pt"):
-            if (p / name).is_file():
-                return p / name
-        raise FileNotFoundError(f"no best.pt or ckpt.pt in run folder {p}")
-    if not p.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {p}")
-    return p
 
 
 # --------------------------------------------------------------------------

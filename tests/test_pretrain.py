@@ -613,6 +613,15 @@ def test_pretrain_errors_carry_the_tool_name(tiny_run):
         pretrain.main(tiny_argv(tiny_run["corpus"], tiny_run["root"] / "ck"))
 
 
+def test_load_checkpoint_takes_a_run_folder_as_the_tools_do(tiny_run, tmp_path):
+    # before: "checkpoint not found" for a run folder, which bits.py and sample.py accept
+    folder = tiny_run["ckpt"].parent
+    model, tok, ckpt = load_checkpoint(folder)
+    assert ckpt["step"] == torch.load(folder / "best.pt", weights_only=True)["step"]
+    with pytest.raises(FileNotFoundError, match=rf"^no best.pt or ckpt.pt in run folder {tmp_path}$"):
+        load_checkpoint(tmp_path)
+
+
 def test_load_checkpoint_on_a_text_file(tiny_run):
     with pytest.raises(CheckpointError, match=r"not a checkpoint file"):
         load_checkpoint(tiny_run["src"])
