@@ -238,9 +238,8 @@ def load_data(data_dir: Path, spec, block_size: int):
     from storygpt.data import read_tokens
 
     if not data_dir.is_dir():
-        raise RunError(
-            f"--data {show(data_dir)}: no such folder (give the corpus folder data.py wrote, e.g. data/shakespeare)"
-        )
+        what = "is a file, not a folder" if data_dir.exists() else "no such folder"
+        raise RunError(f"--data {show(data_dir)}: {what} (give the corpus folder data.py wrote, e.g. data/shakespeare)")
     slug = spec.slug
     tok_path, train_path = data_dir / f"tokenizer-{slug}.json", data_dir / f"train-{slug}.bin"
     if not tok_path.is_file():
@@ -250,6 +249,8 @@ def load_data(data_dir: Path, spec, block_size: int):
     try:
         tokenizer = load_tokenizer(tok_path)
         train = read_tokens(train_path, tokenizer)
+    except IsADirectoryError as e:
+        raise RunError(f"{show(e.filename or train_path)}: is a folder, not a token file; run data.py again") from None
     except (OSError, ValueError) as e:
         raise RunError(str(e)) from None
     if len(train) and int(train.max()) >= tokenizer.vocab_size:  # a corrupt body would crash the embedding

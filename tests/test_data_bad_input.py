@@ -143,3 +143,13 @@ def test_data_conflicting_or_empty_arguments(tmp_path, capsys, argv, message):
     assert data_cli.main([*argv, "--out", str(tmp_path)]) == 2
     assert message in one_error_line(capsys.readouterr().err, "data.py")
     assert not any(tmp_path.iterdir())
+
+
+def test_data_paths_of_the_wrong_kind_say_so(tmp_path, capsys):
+    # before: "--sdist DIR: no such file" and "[Errno 20] Not a directory: 'FILE/downloads'"
+    (tmp_path / "afile").write_text("x")
+    assert data_cli.main(["--sdist", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
+    assert one_error_line(capsys.readouterr().err, "data.py") == f"data.py: error: {tmp_path}: is a folder, not a file"
+    assert data_cli.main(["--out", str(tmp_path / "afile")]) == 1
+    msg = f"data.py: error: --out {tmp_path / 'afile'}: is a file, not a folder"
+    assert one_error_line(capsys.readouterr().err, "data.py") == msg

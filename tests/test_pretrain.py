@@ -517,8 +517,8 @@ def test_pretrain_run_name_must_be_a_plain_name(tiny_run, name):
 
 def test_pretrain_data_folder_missing_or_a_file(tiny_run):
     # before: "<file>/tokenizer-bpe.json not found" for a --data that is not a folder at all
-    for bad in (tiny_run["root"] / "nope", tiny_run["corpus"] / "train.txt"):
-        with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --data {bad}: no such folder"):
+    for bad, what in ((tiny_run["root"] / "nope", "no such folder"), (tiny_run["corpus"] / "train.txt", "is a file")):
+        with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --data {bad}: {what}"):
             pretrain.main(tiny_argv(bad, tiny_run["root"] / "ck2"))
 
 

