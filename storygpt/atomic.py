@@ -56,7 +56,10 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=folder)
+    except OSError as e:  # name the file the caller asked for, not the hidden temporary one
+        raise type(e)(e.errno, e.strerror, str(path)) from None
     try:
         os.chmod(tmp, file_mode())  # mkstemp creates 0600; give the usual permissions
         if mode == "w":

@@ -53,3 +53,18 @@ def test_leftovers_are_the_temporary_files_of_that_path_only(tmp_path):
         f.write(b"whole")
     assert len(during) == 2 and stale in during
     assert leftovers(target) == [stale] and target.read_bytes() == b"whole"
+
+
+def test_a_folder_that_cannot_be_written_names_the_target(tmp_path, monkeypatch):
+    # before: the PermissionError named the hidden temporary file (.x.json.abc123.tmp)
+    import errno
+    import tempfile
+
+    def refused(*a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / ".x.json.abc.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    with pytest.raises(PermissionError) as e:
+        write_text(tmp_path / "x.json", "{}")
+    assert str(e.value) == f"[Errno 13] Permission denied: '{tmp_path / 'x.json'}'"
+    assert not list(tmp_path.iterdir())
