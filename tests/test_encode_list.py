@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from _shared import needs_cache, needs_cpp
+from conftest import needs_cache, needs_cpp
 
 from storygpt import _bpe
 from storygpt.tokenizers.bpe import BPETokenizer
