@@ -85,13 +85,26 @@ def _check_backend(backend: str) -> None:
 
 
 def _special_dict(special_tokens, first_id: int) -> dict[str, int]:
-    """Specials as a dict: a mapping keeps its ids, a sequence gets ids from ``first_id``."""
+    """Specials as a dict: a mapping keeps its ids, a sequence gets ids from ``first_id``.
+
+    Raises:
+        TypeError: ``special_tokens`` is a single str/bytes or not iterable, or an item
+            is neither str nor UTF-8 bytes (its index named).
+        ValueError: an empty or repeated token (named).
+    """
     if isinstance(special_tokens, Mapping):
         return {str(k): int(v) for k, v in special_tokens.items()}
+    if isinstance(special_tokens, (str, bytes, bytearray)) or not isinstance(special_tokens, Iterable):
+        raise TypeError(f"special_tokens must be a list of str, got {type(special_tokens).__name__}")
     out: dict[str, int] = {}
-    for s in special_tokens:
-        if isinstance(s, bytes):
-            s = s.decode("utf-8")
+    for k, s in enumerate(special_tokens):
+        if isinstance(s, (bytes, bytearray)):
+            try:
+                s = bytes(s).decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"special_tokens item {k} ({bytes(s)!r}) is not UTF-8") from None
+        if not isinstance(s, str):
+            raise TypeError(f"special_tokens item {k} must be a str, got {type(s).__name__} ({s!r})")
         if not s:
             raise ValueError("special tokens must be non-empty strings")
         if s in out:
@@ -121,13 +134,77 @@ def default_train_threads(work_bytes: int) -> int:
     return max(1, min(cpus, int(idle + 0.5)))
 
 
-def _train_args(vocab_size, special_tokens) -> tuple[int, dict[str, int], list[bytes]]:
-    """Checked vocab_size, the specials as a dict, and their bytes."""
+def _train_args(
+    vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads=0
+) -> tuple[int, dict[str, int], list[bytes], int, int]:
+    """The training arguments checked in Python, the same for both backends.
+
+    Returns:
+        ``(vocab_size, specials as a dict, their bytes, min_frequency, num_threads)``.
+
+    Raises:
+        TypeError: a non-integer ``vocab_size``; ``special_tokens`` not a list of str.
+        ValueError: ``vocab_size`` too large; an unknown ``pattern`` or ``tie_break``;
+            ``min_frequency`` not a positive integer; ``num_threads`` not an integer >= 0.
+    """
     vocab_size = as_int(vocab_size, "vocab_size")
     if vocab_size > MAX_VOCAB_SIZE:
         raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
+    if not isinstance(pattern, str) or pattern not in bpe_reference.PATTERNS:
+        raise ValueError(
+            f"unknown pre-tokenization pattern {pattern!r}; expected one of {sorted(bpe_reference.PATTERNS)}"
+        )
+    if not isinstance(tie_break, str) or tie_break not in bpe_reference.TIE_BREAKS:
+        raise ValueError(f"unknown tie_break {tie_break!r}; expected one of {bpe_reference.TIE_BREAKS}")
+    min_frequency = as_int(min_frequency, "min_frequency", ValueError)
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be a positive integer, got {min_frequency}")
+    num_threads = as_int(num_threads, "num_threads", ValueError)
+    if num_threads < 0:
+        raise ValueError(f"num_threads must be >= 0 (0: chosen from the work size), got {num_threads}")
     specials = _special_dict(special_tokens, 0)  # validates
-    return vocab_size, specials, [s.encode("utf-8") for s in specials]
+    return vocab_size, specials, [s.encode("utf-8") for s in specials], min_frequency, num_threads
+
+
+#: Counts and pair counts are int64 in the C++ trainer.
+_MAX_COUNT = (1 << 63) - 1
+
+
+def _checked_counts(counts: Mapping) -> dict[bytes, int]:
+    """``counts`` with str keys as UTF-8 (``"a"`` and ``b"a"`` added up), every count checked.
+
+    Raises:
+        TypeError: ``counts`` is not a mapping, or a key is neither str nor bytes (named).
+        ValueError: a count that is not a positive integer or is 2**63 or more (its
+            chunk named), or counts whose pair counts could overflow int64: the sum over
+            chunks of ``count * (len(chunk bytes) - 1)``, a bound on every pair count
+            at every step of training, exceeds ``2**63 - 1``.
+    """
+    if not isinstance(counts, Mapping):
+        raise TypeError(f"counts must be a mapping chunk -> count, got {type(counts).__name__}")
+    merged: dict[bytes, int] = {}
+    for chunk, count in counts.items():
+        if isinstance(chunk, str):
+            key = _clean_text(chunk).encode("utf-8")
+        elif isinstance(chunk, (bytes, bytearray)):
+            key = bytes(chunk)
+        else:
+            raise TypeError(f"train_from_counts: chunk {chunk!r} is {type(chunk).__name__}, not str or bytes")
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(
+                f"train_from_counts: the count of chunk {chunk!r} must be a positive integer, got {count!r}"
+            )
+        total = merged.get(key, 0) + int(count)
+        if total > _MAX_COUNT:
+            raise ValueError(f"train_from_counts: the count of chunk {chunk!r} must be below 2**63, got {total}")
+        merged[key] = total
+    bound = sum(c * (len(k) - 1) for k, c in merged.items())
+    if bound > _MAX_COUNT:
+        raise ValueError(
+            "train_from_counts: counts too large: pair counts could exceed 2**63-1 "
+            f"(the sum of count * (chunk bytes - 1) is {bound})"
+        )
+    return merged
 
 
 def _text_items(texts: Iterable) -> Iterable[bytes]:
@@ -170,7 +247,8 @@ class BPETokenizer(Tokenizer):
     :meth:`from_vocab`, :meth:`from_tiktoken` or :meth:`from_gpt2_files`.
 
     Raises:
-        ValueError: inconsistent vocabulary, merges or special tokens (named),
+        ValueError: inconsistent vocabulary, merges or special tokens (named; with
+            rule ``"merges"``, a vocab entry that is neither a byte nor made by a merge),
             unknown pattern, merge rule or backend; a largest id of :data:`MAX_ID_GAP`
             or more beyond the number of tokens (named).
         ImportError: ``backend="cpp"`` without the built extension.
@@ -232,6 +310,7 @@ class BPETokenizer(Tokenizer):
                     raise ValueError(
                         f"merge {k}: token {new} = {self._vocab[new]!r} is not {self._vocab[a]!r} + {self._vocab[b]!r}"
                     )
+            self._check_all_made(byte_ids)
             enc_merges, enc_ranks = self._merges, None
         else:
             if merges is not None:
@@ -261,6 +340,26 @@ class BPETokenizer(Tokenizer):
             self._encoder = _load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
         else:
             self._encoder = bpe_reference.Encoder(enc_merges, byte_ids, pattern, enc_ranks)
+
+    def _check_all_made(self, byte_ids: list[int]) -> None:
+        """Every vocab entry is a byte token or made by a merge (rule ``"merges"``).
+
+        An entry no merge makes is never produced by encoding, and the encoder
+        cannot decode it: such a vocabulary is a cut or corrupt file.
+
+        Raises:
+            ValueError: the first such entry, with its id and bytes.
+        """
+        made = set(byte_ids)
+        made.update(new for _, _, new in self._merges)
+        for i in sorted(self._vocab):
+            if i not in made:
+                b = self._vocab[i]
+                extra = f"; byte {b[0]:#04x} is id {byte_ids[b[0]]}" if len(b) == 1 else ""
+                raise ValueError(
+                    f"vocab entry {i} (token {b!r}) is not produced by any merge and is not a byte or special token"
+                    + extra
+                )
 
     def _rank_merges(self) -> tuple[list[tuple[int, int, int]], list[int]]:
         """Every split (a, b) of every token with a, b tokens: merge (a, b) -> a+b at rank id(a+b)."""
@@ -309,19 +408,25 @@ class BPETokenizer(Tokenizer):
         """Learn a BPE vocabulary.
 
         Args:
-            text_or_files: the training text (``str`` or UTF-8 ``bytes``), or a
-                list of file paths (streamed in windows by the C++ trainer, never
-                read whole; each file is a separate text, chunks never cross files).
+            text_or_files: the training text (``str`` or ``bytes``), or a list of
+                file paths (streamed in windows by the C++ trainer, never read whole;
+                each file is a separate text, chunks never cross files).  Bytes and
+                files are trained on as bytes (byte-level BPE): they are never
+                decoded, so bytes that are not UTF-8 are counted and merged like any
+                others.  A single path must still be a list.
             vocab_size: final vocabulary size: 256 bytes + merges + special
                 tokens (fewer merges are learned when the text runs out of pairs;
                 a ``UserWarning`` then gives the size reached).
-            pattern: pre-tokenization pattern name.
-            special_tokens: registered special tokens; they split the training
-                text, are never merged, and get the last ids.
-            min_frequency: stop when the best pair occurs fewer times.
+            pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``,
+                ``"gpt4"``, ``"o200k"``).
+            special_tokens: registered special tokens, a list of ``str``; they
+                split the training text, are never merged, and get the last ids.
+            min_frequency: a positive integer: stop when the best pair occurs
+                fewer times.
             tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
-            num_threads: counting threads; 0 chooses from the work size and the
-                machine (:func:`default_train_threads`).  Merges never depend on it.
+            num_threads: counting threads (an integer >= 0); 0 chooses from the work
+                size and the machine (:func:`default_train_threads`).  Merges never
+                depend on it.
             backend: ``"cpp"`` (``storygpt._bpe.train``) or ``"reference"``.
             progress: ``callback(stage, done, total)``, called now and then
                 (``cpp`` backend): stage ``"count"`` with bytes, ``"merge"`` with
@@ -333,12 +438,20 @@ class BPETokenizer(Tokenizer):
             then the special tokens in the order given.
 
         Raises:
-            ValueError: bad ``vocab_size`` / pattern / tie-break (from the trainer).
+            ValueError: bad ``vocab_size``, pattern, tie-break, ``min_frequency`` or
+                ``num_threads`` (checked in Python for both backends, the value named).
+            TypeError: ``special_tokens`` is not a list of str (a single str
+                included); ``text_or_files`` is one path instead of a list.
             FileNotFoundError: a listed file does not exist (named).
+            IsADirectoryError: a listed path is a folder (named).
             OSError: a listed file cannot be read (named).
         """
         _check_backend(backend)
-        vocab_size, specials, special_bytes = _train_args(vocab_size, special_tokens)
+        vocab_size, specials, special_bytes, min_frequency, num_threads = _train_args(
+            vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads
+        )
+        if isinstance(text_or_files, os.PathLike):
+            raise TypeError(f"text_or_files: pass a list of paths, not one path ({os.fspath(text_or_files)!r})")
         if isinstance(text_or_files, (str, bytes, bytearray)):
             data = (
                 _clean_text(text_or_files).encode("utf-8") if isinstance(text_or_files, str) else bytes(text_or_files)
@@ -349,6 +462,8 @@ class BPETokenizer(Tokenizer):
             data = None
             files = [os.fspath(p) for p in text_or_files]
             for p in files:
+                if os.path.isdir(p):
+                    raise IsADirectoryError(f"training file {p} is a folder, not a file")
                 if not os.path.isfile(p):
                     raise FileNotFoundError(f"training file not found: {p}")
             work = sum(os.path.getsize(p) for p in files)
@@ -400,17 +515,21 @@ class BPETokenizer(Tokenizer):
         equal :meth:`train` on the texts joined by a special token.
 
         Args:
-            texts: ``str`` (lone surrogates become U+FFFD) or UTF-8 ``bytes`` items.
+            texts: ``str`` (lone surrogates become U+FFFD) or ``bytes`` items
+                (trained on as bytes, UTF-8 or not, as :meth:`train`).
             vocab_size, pattern, special_tokens, min_frequency, tie_break,
             num_threads, backend, progress: as :meth:`train`; progress reports
                 ``"count"`` with the bytes counted so far (total 0: unknown).
 
         Raises:
-            TypeError: an item is neither ``str`` nor ``bytes`` (its index and type named).
+            TypeError: an item is neither ``str`` nor ``bytes`` (its index and type
+                named); ``special_tokens`` as :meth:`train`.
             ValueError: as :meth:`train`.
         """
         _check_backend(backend)
-        vocab_size, specials, special_bytes = _train_args(vocab_size, special_tokens)
+        vocab_size, specials, special_bytes, min_frequency, num_threads = _train_args(
+            vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads
+        )
         if isinstance(texts, (str, bytes, bytearray)):
             raise TypeError("texts must be an iterable of texts, not a single text (use train())")
         if backend == "reference":
@@ -474,24 +593,15 @@ class BPETokenizer(Tokenizer):
 
         Raises:
             TypeError: a key is neither ``str`` nor ``bytes`` (named).
-            ValueError: a count is not a positive integer (its chunk named); as :meth:`train`.
+            ValueError: a count is not a positive integer below ``2**63`` (its chunk
+                named); counts so large that a pair count could exceed ``2**63 - 1``
+                (the C++ trainer counts in int64): the sum over chunks of
+                ``count * (len(chunk bytes) - 1)`` must stay below it; as :meth:`train`.
         """
-        vocab_size, specials, special_bytes = _train_args(vocab_size, special_tokens)
-        if not isinstance(counts, Mapping):
-            raise TypeError(f"counts must be a mapping chunk -> count, got {type(counts).__name__}")
-        merged: dict[bytes, int] = {}
-        for chunk, count in counts.items():
-            if isinstance(chunk, str):
-                key = _clean_text(chunk).encode("utf-8")
-            elif isinstance(chunk, (bytes, bytearray)):
-                key = bytes(chunk)
-            else:
-                raise TypeError(f"train_from_counts: chunk {chunk!r} is {type(chunk).__name__}, not str or bytes")
-            if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
-                raise ValueError(
-                    f"train_from_counts: the count of chunk {chunk!r} must be a positive integer, got {count!r}"
-                )
-            merged[key] = merged.get(key, 0) + int(count)
+        vocab_size, specials, special_bytes, min_frequency, _ = _train_args(
+            vocab_size, special_tokens, pattern, min_frequency, tie_break
+        )
+        merged = _checked_counts(counts)
         counter = _load_cpp().ChunkCounter(pattern, special_bytes, 1)
         counter.add_counts(merged)
         pairs = counter.learn_merges(

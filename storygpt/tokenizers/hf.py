@@ -34,6 +34,23 @@ def _unk_token(model: dict) -> str | None:
     return model.get("unk_token") or None
 
 
+def _check_unk(model: dict, hf) -> None:
+    """ValueError when the model names an unknown token that its vocabulary lacks (the
+    library then fails on the first word it cannot tokenize, at encode time)."""
+    if model.get("type") == "Unigram":
+        i = model.get("unk_id")
+        n = len(model.get("vocab") or [])
+        if i is not None and not (isinstance(i, int) and 0 <= i < n):
+            raise ValueError(f"model.unk_id {i!r} is not an index into the {n:,}-entry vocabulary")
+        return
+    unk = model.get("unk_token")
+    if unk and hf.token_to_id(unk) is None:
+        raise ValueError(
+            f"model.unk_token {unk!r} is not in the vocabulary ({model.get('type')} model): "
+            "text with an unknown character could not be encoded"
+        )
+
+
 class HFTokenizer(Tokenizer):
     """A Hugging Face ``tokenizers.Tokenizer`` as a storygpt tokenizer.
 
@@ -48,15 +65,23 @@ class HFTokenizer(Tokenizer):
 
     Args:
         tokenizer_json: the ``tokenizer.json`` content as a dict.
+        source: a name for error messages at encode time (the file path).
 
     Raises:
         ImportError: the ``tokenizers`` package is missing.
-        ValueError: a tokenizer.json the library refuses (its message).
+        ValueError: a tokenizer.json the library refuses (its message); an unknown
+            token (``model.unk_token``/``unk_id``) missing from the vocabulary, or a
+            probe text the library cannot encode (it would fail on real text later).
     """
 
     kind = "hf"
 
-    def __init__(self, tokenizer_json: dict):
+    #: Encoded once at load: letters, digits, punctuation, a character no vocabulary
+    #: holds (U+10FFFD, private use) and an emoji, so a tokenizer that cannot encode
+    #: unknown text fails at load, not in the middle of a corpus.
+    PROBE_TEXT = "Probe 123, text.\n\U0010fffd \u2603\U0001f600 end"
+
+    def __init__(self, tokenizer_json: dict, source: str = "tokenizer.json"):
         tokenizers = _require("tokenizers", "an hf: tokenizer")
         try:
             hf = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json))
@@ -68,6 +93,12 @@ class HFTokenizer(Tokenizer):
         hf.encode_special_tokens = True  # storygpt splits out the allowed specials itself
         self._hf = hf
         self._json = tokenizer_json
+        self._source = source
+        _check_unk(tokenizer_json.get("model") or {}, hf)
+        try:
+            hf.encode(self.PROBE_TEXT, add_special_tokens=False)
+        except Exception as e:  # the library raises plain Exception
+            raise ValueError(f"the tokenizers library cannot encode a probe text {self.PROBE_TEXT!r}: {e}") from None
         self._special = {
             t["content"]: t["id"] for t in tokenizer_json.get("added_tokens") or [] if t.get("special", False)
         }
@@ -85,12 +116,13 @@ class HFTokenizer(Tokenizer):
         """Read a ``tokenizer.json`` file.
 
         Raises:
-            FileNotFoundError, InteropError (corrupt JSON), ValueError (refused by the
-            library); every message names the file.
+            FileNotFoundError, IsADirectoryError, InteropError (corrupt JSON), ValueError
+            (refused by the library, or an unknown token missing from the vocabulary);
+            every message names the file.
         """
         d = read_hf_json(path)
         try:
-            return cls(d)
+            return cls(d, source=os.fspath(path))
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
 
@@ -156,7 +188,12 @@ class HFTokenizer(Tokenizer):
     def encode_batch(
         self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
     ) -> list[list[int]]:
-        """Encode several texts (the library's own parallel batch; ``num_threads`` is not used)."""
+        """Encode several texts (the library's own parallel batch; ``num_threads`` is not used).
+
+        Raises:
+            ValueError: a disallowed special token in a text (named); the library fails
+                to encode (its message, with the tokenizer's source named).
+        """
         check_texts(texts)
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
         split = []
@@ -165,7 +202,10 @@ class HFTokenizer(Tokenizer):
             check_no_special(t, disallowed)
             split.append(self._pieces(t, allowed))
         plain = [p for parts in split for p in parts if isinstance(p, str)]
-        encoded = iter([e.ids for e in self._hf.encode_batch(plain, add_special_tokens=False)] if plain else [])
+        try:
+            encoded = iter([e.ids for e in self._hf.encode_batch(plain, add_special_tokens=False)] if plain else [])
+        except Exception as e:  # the library raises plain Exception
+            raise ValueError(f"{self._source}: the tokenizers library cannot encode the text: {e}") from None
         out = []
         for parts in split:
             ids: list[int] = []
@@ -217,7 +257,7 @@ class HFTokenizer(Tokenizer):
             raise _io.TokenizerFileError(f"expected an 'hf' tokenizer, got {kind!r}")
         if not isinstance(d.get("tokenizer_json"), dict):
             raise ValueError("tokenizer_json must be the tokenizer.json object")
-        return cls(d["tokenizer_json"])
+        return cls(d["tokenizer_json"], source=f"hf tokenizer ({(d['tokenizer_json'].get('model') or {}).get('type')})")
 
     def __repr__(self) -> str:
         return f"HFTokenizer(model={self.model_type}, vocab_size={self.vocab_size})"

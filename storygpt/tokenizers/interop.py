@@ -26,6 +26,7 @@ the ``tokenizer.json`` schema of Hugging Face ``tokenizers`` (``BPE`` model,
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -119,6 +120,69 @@ def merges_from_ranks(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
 
 
 # ------------------------------------------------------------------------------------ tiktoken
+def is_rank_file_path(name_or_path: str | os.PathLike) -> bool:
+    """True when :func:`from_tiktoken` reads ``name_or_path`` as a ``.tiktoken`` file, not
+    an encoding name: it holds a path separator, ends in ``.tiktoken`` or exists."""
+    s = os.fspath(name_or_path)
+    return os.sep in s or s.endswith(".tiktoken") or (bool(s) and os.path.exists(s))
+
+
+def check_tiktoken_name(name: str) -> str:
+    """``name`` if tiktoken knows the encoding (``tiktoken.list_encoding_names()``).
+
+    The one check of encoding names, used by :func:`from_tiktoken` and the SPEC
+    parser (``tiktoken:NAME``), before any file is read or downloaded.
+
+    Raises:
+        ImportError: tiktoken is not installed.
+        InteropError: an unknown name: ``unknown tiktoken encoding 'nope'; known: ...``.
+    """
+    tiktoken = _require("tiktoken", "a tiktoken encoding")
+    known = sorted(tiktoken.list_encoding_names())
+    if name not in known:
+        raise InteropError(f"unknown tiktoken encoding {name!r}; known: {', '.join(known)}")
+    return name
+
+
+def read_rank_file(path: str | os.PathLike) -> dict[bytes, int]:
+    """Read a ``.tiktoken`` rank file: one ``base64(token) rank`` line per token.
+
+    Raises:
+        FileNotFoundError: no such file; IsADirectoryError: a folder (named).
+        InteropError: a malformed line, a rank or token that appears twice (both line
+            numbers named), or no tokens at all; every message names the file.
+    """
+    s = os.fspath(path)
+    if os.path.isdir(s):
+        raise IsADirectoryError(f"{s}: is a folder, not a .tiktoken rank file")
+    if not os.path.isfile(s):
+        raise FileNotFoundError(f"tiktoken rank file not found: {s}")
+    with open(s, "rb") as f:
+        lines = f.read().splitlines()
+    ranks: dict[bytes, int] = {}
+    rank_line: dict[int, int] = {}
+    token_line: dict[bytes, int] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            token_b64, rank_text = line.split()
+            token, rank = base64.b64decode(token_b64, validate=True), int(rank_text)
+        except (ValueError, binascii.Error):
+            raise InteropError(
+                f"{s}:{n}: not a .tiktoken rank file (base64 token and rank per line), got {line[:80]!r}"
+            ) from None
+        if rank in rank_line:
+            raise InteropError(f"{s}: rank {rank} appears twice, lines {rank_line[rank]} and {n}")
+        if token in token_line:
+            raise InteropError(f"{s}: token {token!r} appears twice, lines {token_line[token]} and {n}")
+        rank_line[rank], token_line[token] = n, n
+        ranks[token] = rank
+    if not ranks:
+        raise InteropError(f"{s}: empty .tiktoken rank file (no tokens)")
+    return ranks
+
+
 def from_tiktoken(
     name_or_path: str | os.PathLike,
     pattern: str | None = None,
@@ -142,25 +206,25 @@ def from_tiktoken(
 
     Raises:
         ImportError: tiktoken is not installed.
-        InteropError: the encoding's split pattern is not one storygpt implements.
-        FileNotFoundError: a path that does not exist.
+        InteropError: an unknown encoding name (the known ones listed); the encoding's
+            split pattern is not one storygpt implements; a rank file that is malformed,
+            empty, repeats a rank or token, or lacks single bytes (file named).
+        FileNotFoundError: a path that does not exist; IsADirectoryError: a folder.
     """
     from .bpe import BPETokenizer
 
     tiktoken = _require("tiktoken", "from_tiktoken")
     s = os.fspath(name_or_path)
-    if os.sep in s or s.endswith(".tiktoken") or os.path.exists(s):
-        if not os.path.isfile(s):
-            raise FileNotFoundError(f"tiktoken rank file not found: {s}")
-        import tiktoken.load
-
-        try:
-            ranks = tiktoken.load.load_tiktoken_bpe(s)
-        except Exception as e:  # binascii.Error, ValueError: malformed lines
-            raise InteropError(f"{s}: not a .tiktoken rank file (base64 token and rank per line): {e}") from e
+    if is_rank_file_path(s):
+        ranks = read_rank_file(s)
         specials = special_tokens if special_tokens is not None else {EOT: len(ranks)}
-        return BPETokenizer.from_ranks(ranks, specials, pattern or "gpt2", backend)
-    enc = tiktoken.get_encoding(s)
+        try:
+            return BPETokenizer.from_ranks(ranks, specials, pattern or "gpt2", backend)
+        except InteropError:
+            raise
+        except ValueError as e:
+            raise InteropError(f"{s}: {e}") from None
+    enc = tiktoken.get_encoding(check_tiktoken_name(s))
     specials = special_tokens if special_tokens is not None else dict(enc._special_tokens)
     if pattern is None:
         names = [n for n, p in TEXT_PATTERNS.items() if p == enc._pat_str]
@@ -453,7 +517,7 @@ def read_hf_json(path: str | os.PathLike) -> dict:
     """Read a ``tokenizer.json`` file as a dict.
 
     Raises:
-        FileNotFoundError: no such file (named).
+        FileNotFoundError: no such file (named); IsADirectoryError: a folder (named).
         InteropError: not valid UTF-8 JSON, or not a JSON object (file named).
     """
     path = Path(path)
@@ -461,6 +525,8 @@ def read_hf_json(path: str | os.PathLike) -> dict:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"tokenizer.json not found: {path}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a folder, not a tokenizer.json file") from None
     try:
         d = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -486,10 +552,10 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
         source: a name for error messages (default: the path).
 
     Raises:
-        FileNotFoundError: no such file.
+        FileNotFoundError: no such file; IsADirectoryError: a folder (named).
         InteropError: anything that cannot be represented exactly, naming the file and the
             component (normalizer, pre_tokenizer, model type, decoder, post_processor,
-            added token).
+            added token), or a vocabulary entry that no merge makes (a cut merges list).
     """
     from .bpe import BPETokenizer
 

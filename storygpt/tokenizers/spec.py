@@ -11,7 +11,8 @@ A SPEC is ``KIND`` or ``KIND:ARG``:
 ``file:PATH``             a storygpt tokenizer file (``tokenizer-*.json``)
 ========================  ==========================================================
 
-:func:`parse_spec` checks the syntax only (it opens no file); :attr:`TokenizerSpec.slug`
+:func:`parse_spec` checks the syntax (it opens no file; a ``tiktoken`` NAME must be an
+encoding tiktoken knows, when tiktoken is installed); :attr:`TokenizerSpec.slug`
 names the token files and run folders that belong to a SPEC (``train-<slug>.bin``);
 :func:`build_tokenizer` makes the tokenizer a SPEC names (training it on the corpus
 for ``bpe``/``word``).
@@ -220,7 +221,9 @@ def parse_spec(text: str) -> TokenizerSpec:
 
     Raises:
         SpecError: an unknown kind, a missing or malformed ARG, an ARG given to ``byte``;
-            the message quotes the SPEC and lists the kinds.
+            the message quotes the SPEC and lists the kinds.  ``tiktoken:NAME`` with an
+            encoding tiktoken does not know (when tiktoken is installed): the message
+            lists the known ones.
     """
     if not isinstance(text, str):
         raise SpecError(f"tokenizer SPEC must be a string, got {type(text).__name__}")
@@ -249,7 +252,25 @@ def parse_spec(text: str) -> TokenizerSpec:
         raise SpecError(f"tokenizer SPEC {text!r}: {kind} needs a {what} ({kind}:{what})")
     if info.arg == "name" and not _NAME_RX.match(arg):
         raise SpecError(f"tokenizer SPEC {text!r}: {arg!r} is not an encoding name")
+    if kind == "tiktoken":
+        _check_tiktoken_arg(text, arg)
     return TokenizerSpec(kind, arg)
+
+
+def _check_tiktoken_arg(text: str, arg: str) -> None:
+    """SpecError when tiktoken is installed and ``arg`` is neither a rank file nor an
+    encoding it knows (:func:`storygpt.tokenizers.interop.check_tiktoken_name`); without
+    tiktoken the build reports the missing package instead."""
+    from . import interop
+
+    if interop.is_rank_file_path(arg):
+        return
+    try:
+        interop.check_tiktoken_name(arg)
+    except ImportError:
+        return
+    except interop.InteropError as e:
+        raise SpecError(f"tokenizer SPEC {text!r}: {e}") from None
 
 
 def build_tokenizer(spec, train_docs: Sequence[str] = (), options: BuildOptions | None = None):
