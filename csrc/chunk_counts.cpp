@@ -6,12 +6,14 @@
 namespace storygpt {
 
 void ChunkCounts::add(std::string_view chunk, uint64_t hash, int64_t count) {
+    if (chunk.size() >= UINT32_MAX) throw std::length_error("training: a chunk of 4 GiB or more");
     bool inserted = false;
+    const auto hash32 = static_cast<uint32_t>(hash);  // the map looks at fewer than 32 bits
     auto same = [&](const Entry& e) {
-        return e.hash == hash && e.size == chunk.size() &&
+        return e.hash == hash32 && e.size == chunk.size() &&
                std::memcmp(bytes_.data() + e.offset, chunk.data(), chunk.size()) == 0;
     };
-    auto make = [&]() { return Entry{hash, bytes_.size(), chunk.size(), 0}; };
+    auto make = [&]() { return Entry{bytes_.size(), hash32, static_cast<uint32_t>(chunk.size()), 0}; };
     const uint32_t index = map_.find_or_insert(hash, same, make, inserted);
     if (inserted) bytes_.append(chunk.data(), chunk.size());
     map_[index].count += count;

@@ -17,12 +17,15 @@ namespace storygpt {
 // Distinct byte strings with a count each; owns the bytes (one arena).
 class ChunkCounts {
    public:
+    // 24 bytes: there are millions (3.8 million in 800 MB of varied text).
     struct Entry {
-        uint64_t hash;
-        size_t offset, size;  // the chunk is bytes_[offset, offset + size)
+        uint64_t offset;  // the chunk is bytes_[offset, offset + size)
+        uint32_t hash;    // the low half of the chunk's hash
+        uint32_t size;
         int64_t count;
     };
 
+    // Throws std::length_error for a chunk of 4 GiB or more.
     void add(std::string_view chunk, uint64_t hash, int64_t count);
     void add(std::string_view chunk, int64_t count) { add(chunk, hash_bytes(chunk.data(), chunk.size()), count); }
     size_t size() const { return map_.size(); }

@@ -194,6 +194,16 @@ def test_more_merges_than_text_allows():
     assert _bpe.train(b"a\nb\nc", vocab_size=300) == ref.train(b"a\nb\nc", 300) == []
 
 
+@pytest.mark.parametrize("tie_break", TIE_BREAKS)
+def test_wide_and_narrow_symbols_same_merges(tie_break):
+    """Above 65,536 ids the trainer keeps 32-bit symbols instead of 16-bit: same merges, to the last."""
+    data = SMALL + b" " + b"ab" * 300  # the run of 600 bytes is a long word
+    wide = _bpe.train(data, vocab_size=70_000, tie_break=tie_break)
+    assert wide == ref_train(data, 70_000, tie_break=tie_break)
+    assert 1000 < len(wide) < 65_536 - 256
+    assert _bpe.train(data, vocab_size=65_536, tie_break=tie_break) == wide
+
+
 def test_min_frequency_stops_early():
     got = _bpe.train(SMALL, vocab_size=256 + 5000, min_frequency=40)
     assert got == ref_train(SMALL, 256 + 5000, min_frequency=40)
