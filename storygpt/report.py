@@ -309,7 +309,7 @@ def render_markdown(results: Sequence[RunResult], meta: ReportMeta) -> str:
         "vocabulary pays more per token (its output layer) and sees fewer tokens, each covering more characters.",
         "- **held-out bits/char**: the final model's cross-entropy on the held-out characters, summed over its "
         "own tokens and divided by ln 2 x the characters (bits.py, docs/bits.md); lower is better and the "
-        "figure is comparable across tokenizers. The curves use pretrain.py's smaller fixed held-out slice.",
+        "figure is comparable across tokenizers. The curves use pretrain.py's fixed held-out slice (the start of the same text, `--eval-chars` characters; with the defaults the same 100,000 characters).",
         "- **unk**: share of the held-out tokens that are `<unk>`; **round trip**: share of held-out "
         "documents that decode back to exactly their text.",
         "",

@@ -224,7 +224,19 @@ def from_tiktoken(
             raise
         except ValueError as e:
             raise InteropError(f"{s}: {e}") from None
-    enc = tiktoken.get_encoding(check_tiktoken_name(s))
+    name = check_tiktoken_name(s)
+    try:
+        enc = tiktoken.get_encoding(name)
+    except Exception as e:  # requests' / urllib3's connection errors, a bad cache file, ...
+        if isinstance(e, (ValueError, KeyError)) and "Unknown encoding" in str(e):
+            raise
+        cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+        where = f"TIKTOKEN_CACHE_DIR={cache} does not hold them" if cache else "TIKTOKEN_CACHE_DIR is not set"
+        reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        raise InteropError(
+            f"tiktoken:{name} needs OpenAI's BPE files, downloaded on first use, and the download failed "
+            f"({type(e).__name__}: {reason}); {where} (docs/tokenizers.md: using tiktoken offline)"
+        ) from None
     specials = special_tokens if special_tokens is not None else dict(enc._special_tokens)
     if pattern is None:
         names = [n for n, p in TEXT_PATTERNS.items() if p == enc._pat_str]
