@@ -261,3 +261,21 @@ def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.startswith("data.py: error: ") and "\n" not in err and words in err, err
     assert parse_spec("tiktoken:o200k_base").slug == "tiktoken-o200k_base"
+
+
+def test_tiktoken_download_failure_is_one_error_naming_the_cache(monkeypatch, tmp_path):
+    # before: requests' multi-line HTTPSConnectionPool error, cut mid-word by compare.py
+    tiktoken = pytest.importorskip("tiktoken")
+
+    def offline(name):
+        raise ConnectionError("HTTPSConnectionPool(host='openaipublic.blob.core.windows.net', port=443)\nmore")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    with pytest.raises(InteropError) as e:
+        BPETokenizer.from_tiktoken("gpt2")
+    assert str(e.value) == (
+        "tiktoken:gpt2 needs OpenAI's BPE files, downloaded on first use, and the download failed "
+        "(ConnectionError: HTTPSConnectionPool(host='openaipublic.blob.core.windows.net', port=443)); "
+        f"TIKTOKEN_CACHE_DIR={tmp_path} does not hold them (docs/tokenizers.md: using tiktoken offline)"
+    )
