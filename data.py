@@ -164,6 +164,12 @@ def _main(args) -> int:
     if args.name is not None and not args.name.strip():
         print("data.py: error: --name must not be empty (it is the corpus folder under --out)", file=sys.stderr)
         return 2
+    if args.valid_file and args.train_file and os.path.realpath(args.valid_file) == os.path.realpath(args.train_file):
+        warnings.warn(
+            f"--valid-file {args.valid_file} is the --train-file: the held-out figures will measure text the "
+            "model was trained on",
+            stacklevel=2,
+        )
     if args.tinystories_dir is not None and args.train_file is not None:
         print("data.py: error: give either --tinystories-dir or --train-file, not both", file=sys.stderr)
         return 2

@@ -153,3 +153,17 @@ def test_data_paths_of_the_wrong_kind_say_so(tmp_path, capsys):
     assert data_cli.main(["--out", str(tmp_path / "afile")]) == 1
     msg = f"data.py: error: --out {tmp_path / 'afile'}: is a file, not a folder"
     assert one_error_line(capsys.readouterr().err, "data.py") == msg
+
+
+def test_data_warns_when_asked_for_more_words_than_the_text_has(tiny_run, tmp_path):
+    # before: word:99999999999 wrote files named word-99999999999 with a much smaller vocabulary, silently
+    argv = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--tokenizer", "word:100000"]
+    with pytest.warns(UserWarning, match=r"^the word-level vocabulary has \d+ entries, short of the 100,000 asked"):
+        assert data_cli.main(argv) == 0
+
+
+def test_data_warns_when_the_held_out_file_is_the_training_file(tiny_run, tmp_path):
+    src = str(tiny_run["src"])
+    argv = ["--train-file", src, "--valid-file", src, "--out", str(tmp_path), "--quiet", "--tokenizer", "word:20"]
+    with pytest.warns(UserWarning, match=rf"^--valid-file {src} is the --train-file: the held-out figures will"):
+        assert data_cli.main(argv) == 0

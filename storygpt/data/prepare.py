@@ -285,10 +285,18 @@ def _train_word(spec, docs, options: BuildOptions, spill_dir: Path):
     label = Path(options.train_file).name if options.train_file else ""
     if isinstance(docs, DocumentFile):
         with progress_bar(f"count words {label}".strip(), docs.size, "B", options.progress) as b:
-            return train_word_tokenizer(docs.iter(b.update), int(spec.arg), spill_dir)
-    total = sum(len(d) for d in docs)
-    with progress_bar("count words", total, "char", options.progress) as b:
-        return train_word_tokenizer(_counted(docs, b.update), int(spec.arg), spill_dir)
+            tok = train_word_tokenizer(docs.iter(b.update), int(spec.arg), spill_dir)
+    else:
+        total = sum(len(d) for d in docs)
+        with progress_bar("count words", total, "char", options.progress) as b:
+            tok = train_word_tokenizer(_counted(docs, b.update), int(spec.arg), spill_dir)
+    if tok.vocab_size < int(spec.arg):
+        warnings.warn(
+            f"the word-level vocabulary has {tok.vocab_size:,} entries, short of the {int(spec.arg):,} asked: "
+            "the training text has no more distinct words",
+            stacklevel=3,
+        )
+    return tok
 
 
 def train_tokenizer(
