@@ -499,12 +499,12 @@ def tool_failed(tool: str, run: Run, rc: int) -> CompareError:
 
 def bpe_options(data_args: list[str]) -> dict:
     """The BPE training options data.py gets from ``data_args`` (its defaults where they are not given)."""
-    from storygpt.data.prepare import DEFAULT_PATTERN
+    from storygpt.data.prepare import DEFAULT_MIN_FREQUENCY, DEFAULT_PATTERN, DEFAULT_TIE_BREAK
 
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--pattern", default=DEFAULT_PATTERN)
-    p.add_argument("--tie-break", dest="tie_break", default="smallest_ids")
-    p.add_argument("--min-frequency", dest="min_frequency", type=int, default=1)
+    p.add_argument("--tie-break", dest="tie_break", default=DEFAULT_TIE_BREAK)
+    p.add_argument("--min-frequency", dest="min_frequency", type=int, default=DEFAULT_MIN_FREQUENCY)
     known, _ = p.parse_known_args(data_args)
     return vars(known)
 

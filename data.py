@@ -20,7 +20,15 @@ import sys
 import warnings
 
 from storygpt.data import corpora
-from storygpt.data.prepare import DEFAULT_PATTERN, DEFAULT_VOCAB, format_report, get_corpus, prepare
+from storygpt.data.prepare import (
+    DEFAULT_MIN_FREQUENCY,
+    DEFAULT_PATTERN,
+    DEFAULT_TIE_BREAK,
+    DEFAULT_VOCAB,
+    format_report,
+    get_corpus,
+    prepare,
+)
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.tokenizers.spec import SpecError, parse_spec
 
@@ -99,14 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tie-break",
         choices=["smallest_ids", "largest_bytes"],
-        default="smallest_ids",
+        default=DEFAULT_TIE_BREAK,
         help="BPE training: which pair to merge among equally frequent ones: the smallest (left id, "
         "right id), or the greatest (left bytes, right bytes) (default: %(default)s)",
     )
     p.add_argument(
         "--min-frequency",
         type=int,
-        default=1,
+        default=DEFAULT_MIN_FREQUENCY,
         help="BPE training stops when the most frequent pair occurs fewer times than this, with a "
         "warning giving the vocabulary size reached (default: %(default)s)",
     )

@@ -58,6 +58,8 @@ from .wordcount import train_word_tokenizer
 
 #: Default pre-tokenization pattern for BPE (see docs/data.md for why).
 DEFAULT_PATTERN = "gpt4"
+DEFAULT_TIE_BREAK = "smallest_ids"  # BPE training: which of equally frequent pairs merges first
+DEFAULT_MIN_FREQUENCY = 1  # BPE training stops below this pair count
 SPECIAL_TOKENS = ("<pad>", corpora.EOT)
 
 
@@ -307,8 +309,8 @@ def train_tokenizer(
     num_threads: int = 0,
     train_txt: str | os.PathLike | None = None,
     progress: bool = False,
-    tie_break: str = "smallest_ids",
-    min_frequency: int = 1,
+    tie_break: str = DEFAULT_TIE_BREAK,
+    min_frequency: int = DEFAULT_MIN_FREQUENCY,
     characters: int | None = None,
 ):
     """The tokenizer of a SPEC (or kind), trained on the training documents where it learns.
@@ -545,8 +547,8 @@ def prepare(
     num_threads: int = 0,
     batch_chars: int = 1 << 22,
     progress: bool = True,
-    tie_break: str = "smallest_ids",
-    min_frequency: int = 1,
+    tie_break: str = DEFAULT_TIE_BREAK,
+    min_frequency: int = DEFAULT_MIN_FREQUENCY,
 ) -> dict:
     """Write everything pretraining needs for ``corpus`` and the tokenizer SPEC ``kind``.
 
