@@ -648,6 +648,11 @@ def counters(state: TrainState) -> dict:
 
 
 # -------------------------------------------------------------------- lock
+def os_reason(e: OSError) -> str:
+    """The operating system's words for ``e`` ("Permission denied", "No space left on device")."""
+    return e.strerror or os.strerror(e.errno or errno.EIO)
+
+
 def acquire_lock(path: Path) -> None:
     """Create ``path`` holding this pid; a lock of a dead process on this machine is taken over.
 
@@ -676,7 +681,7 @@ def acquire_lock(path: Path) -> None:
                 path.unlink()  # stale: its process is gone
             continue
         except OSError as e:  # a read-only run folder, a full disk, ...
-            why = e.strerror or os.strerror(e.errno or errno.EIO)
+            why = os_reason(e)
             raise RunError(
                 f"cannot write in the run folder {show(path.parent)} (lock file {show(path)}): {why}"
             ) from None
@@ -866,7 +871,7 @@ def save(s: Session, state: TrainState, best: bool) -> None:
         write_text(path, json.dumps(summary(s, state), indent=2) + "\n")
     except OSError as e:
         kept = "the previous checkpoint is kept" if s.files.ckpt.exists() else "no checkpoint was written"
-        why = e.strerror or os.strerror(e.errno or errno.EIO)
+        why = os_reason(e)
         raise RunError(f"cannot write {show(path)}: {why}; {kept}") from None
     refresh_plot(s)
 
