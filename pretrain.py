@@ -13,14 +13,13 @@ See docs/training.md for the flags, budgets, schedule, files and how the default
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 from storygpt import runtime
 from storygpt import train as T
 from storygpt.checkpoint import to_plain
-from storygpt.helpformat import DefaultsOnceHelpFormatter
+from storygpt.cli import check_ranges, table_parser
 from storygpt.model import GPTConfig
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.spec import SpecError, parse_spec
@@ -83,28 +82,18 @@ FLAGS = {
         ("--no-progress", None, False, "no tqdm progress bar"),
     ],
 }
-MINIMUM = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), 1)
-MINIMUM |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), 1)
-MINIMUM |= dict.fromkeys("lr min_lr warmup_steps grad_clip weight_decay".split(), 0) | {"minutes": 1e-9}
+# allowed values: (low, high), both inclusive, None for no bound; every float must be finite
+RANGES = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), (1, None))
+RANGES |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), (1, None))
+RANGES |= dict.fromkeys("lr min_lr warmup_steps grad_clip weight_decay".split(), (0, None))
+RANGES |= {"minutes": (0, None, "strict"), "seed": (0, 2**63 - 1), "dropout": (None, None), "rope_theta": (None, None)}
 
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="pretrain.py",
-        description="Pretrain a GPT on token files written by data.py.",
-        formatter_class=DefaultsOnceHelpFormatter,
-        argument_default=argparse.SUPPRESS if suppress_defaults else None,
-    )
-    for title, flags in FLAGS.items():
-        g = p.add_argument_group(title)
-        for flag, typ, default, help in flags:
-            kw = {} if suppress_defaults else {"default": default}
-            if typ is None:
-                g.add_argument(flag, action="store_true", help=help, **kw)
-            else:
-                choices = ["auto", "float32", "bfloat16", "float16"] if flag == "--dtype" else None
-                g.add_argument(flag, type=typ, help=help, choices=choices, **kw)
-    return p
+    """The parser of FLAGS; with ``suppress_defaults`` it returns only the flags given explicitly."""
+    description = "Pretrain a GPT on token files written by data.py."
+    choices = {"--dtype": ["auto", "float32", "bfloat16", "float16"]}
+    return table_parser("pretrain.py", description, FLAGS, choices, suppress_defaults)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
@@ -112,24 +101,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     parser = build_parser()
     args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
-    for name, low in MINIMUM.items():
-        value = getattr(args, name)
-        if value is not None and not (math.isfinite(value) and value >= low):
-            bound = "> 0" if name == "minutes" else f">= {low}"
-            parser.error(f"--{name.replace('_', '-')} must be {bound} (and finite), got {value}")
-    if not 0 <= args.seed < 2**63:
-        parser.error(f"--seed must be in 0 .. 2**63-1, got {args.seed}")
-    for name in ("dropout", "rope_theta"):
-        if not math.isfinite(getattr(args, name)):
-            parser.error(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
+    check_ranges(parser, args, RANGES)
     if args.preset is not None:
         try:
-            fields = preset(args.preset)
+            vars(args).update({k: v for k, v in preset(args.preset).items() if k not in explicit})
         except ValueError as e:
             parser.error(f"--preset: {e}")
-        for k, v in fields.items():
-            if k not in explicit:
-                setattr(args, k, v)
     if args.min_lr > args.lr and "min_lr" in explicit:
         parser.error(f"--min-lr {args.min_lr} is above --lr {args.lr} (the peak learning rate)")
     args.min_lr = min(args.min_lr, args.lr)  # a --lr below the default --min-lr: no rise at the end
@@ -201,25 +178,26 @@ def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, st
         config = GPTConfig(tokenizer.vocab_size, **{k: getattr(args, k) for k in names}, position=POSITION[args.rope])
     except ValueError as e:
         raise T.RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
-    a = args
+    a, accum = args, T.grad_accum_for(args.total_batch, args.batch_size, dist.world, args.grad_accum)
     s, state = T.build_session(
         config=config,
         tokenizer=tokenizer,
         train=train,
         heldout=heldout,
-        hyper=T.Hyper(
-            a.batch_size,
-            T.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum),
-            *(a.lr, a.min_lr, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
-        ),
-        budgets=T.Budgets(a.minutes, a.max_steps, a.budget_tokens, a.budget_chars, a.budget_flops),
+        hyper=T.Hyper(a.batch_size, accum, a.lr, a.min_lr, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
+        budgets=T.Budgets(*(getattr(a, b) for b in BUDGETS)),
         files=files,
         meta=T.run_meta(spec, data_dir, files.folder, to_plain({**vars(args), "data": str(data_dir)})),
-        **dict(device=device, dtype=dtype, dist=dist, stop=stop, log=log, weight_decay=a.weight_decay),
+        device=device,
+        dtype=dtype,
+        dist=dist,
+        stop=stop,
+        log=log,
+        weight_decay=a.weight_decay,
         eval_windows=a.eval_windows,
-        chars_per_token=T.chars_per_token(data_dir, spec.slug, len(train)),
         compile=a.compile,
         ckpt=ckpt,
+        chars_per_token=T.chars_per_token(data_dir, spec.slug, len(train)),
     )
     return T.session_run(s, state, args, threads, dtype, fresh=ckpt is None)
 

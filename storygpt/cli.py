@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import sys
 from collections.abc import Callable
+
+from storygpt.helpformat import DefaultsOnceHelpFormatter
 
 
 def run(main: Callable[[], object]) -> None:
@@ -23,3 +27,50 @@ def run(main: Callable[[], object]) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
     sys.exit(status if isinstance(status, int) else 0)
+
+
+def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace, ranges: dict) -> None:
+    """Stop with ``parser.error`` (exit status 2) at the first flag outside its range.
+
+    ``ranges`` maps an argument name to ``(low, high)`` or ``(low, high, "strict")``: ``low`` is
+    inclusive unless ``"strict"`` is given, ``high`` inclusive, ``None`` for no bound.  A flag left
+    at ``None`` (not given, no default) is skipped; every float must be finite.  The message names
+    the flag, e.g. ``--seed must be in 0 .. 9223372036854775807, got -1``.
+    """
+    for name, (low, high, *strict) in ranges.items():
+        value = getattr(args, name)
+        flag = f"--{name.replace('_', '-')}"
+        if value is None:
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            parser.error(f"{flag} must be a finite number, got {value}")
+        if high is not None and not low <= value <= high:
+            parser.error(f"{flag} must be in {low} .. {high}, got {value}")
+        if low is not None and (value <= low if strict else value < low):
+            parser.error(f"{flag} must be {'>' if strict else '>='} {low}, got {value}")
+
+
+def table_parser(
+    prog: str, description: str, groups: dict, choices: dict, suppress_defaults: bool = False
+) -> argparse.ArgumentParser:
+    """An argparse parser built from a table: ``{group title: [(flag, type, default, help), ...]}``.
+
+    A ``type`` of ``None`` makes a ``store_true`` flag; ``choices`` maps a flag to its allowed
+    values.  With ``suppress_defaults`` no defaults are set, so that parsing returns only the
+    flags given on the command line (how ``pretrain.py`` tells a given flag from a default).
+    """
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        formatter_class=DefaultsOnceHelpFormatter,
+        argument_default=argparse.SUPPRESS if suppress_defaults else None,
+    )
+    for title, flags in groups.items():
+        g = p.add_argument_group(title)
+        for flag, typ, default, help in flags:
+            kw = {} if suppress_defaults else {"default": default}
+            if typ is None:
+                g.add_argument(flag, action="store_true", help=help, **kw)
+            else:
+                g.add_argument(flag, type=typ, help=help, choices=choices.get(flag), **kw)
+    return p
