@@ -60,6 +60,7 @@ struct PairHash {
 struct Candidate {
     int64_t count;
     uint32_t left, right;
+    uint32_t index;  // the pair's entry in Trainer::pairs_ (entries never move)
 };
 
 // Symbol: the type of a short word's token ids, uint16_t when the vocabulary
@@ -100,6 +101,10 @@ class Trainer {
     }
     // x ranks below y in the queue
     bool ranks_below(const Candidate& x, const Candidate& y) const;
+    Candidate candidate(uint32_t index) const {
+        const PairStats& p = pairs_[index];
+        return Candidate{p.count, pair_left(p.key), pair_right(p.key), index};
+    }
     void push(const Candidate& c) {
         queue_.push_back(c);
         std::push_heap(queue_.begin(), queue_.end(), [this](auto& x, auto& y) { return ranks_below(x, y); });
@@ -175,8 +180,8 @@ void Trainer<Symbol>::index_pairs() {
         for (uint32_t i = 0; i + 1 < word.length; ++i) add(pair_key(s[i], s[i + 1]));
     }
     queue_.reserve(pairs_.size());
-    for (const PairStats& p : pairs_.entries())
-        if (p.count > 0) queue_.push_back(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
+    for (uint32_t i = 0; i < pairs_.size(); ++i)
+        if (pairs_[i].count > 0) queue_.push_back(candidate(i));
     std::make_heap(queue_.begin(), queue_.end(), [this](auto& x, auto& y) { return ranks_below(x, y); });
     floor_ = queue_.empty() ? 0 : queue_.front().count / 2;
 }
@@ -212,12 +217,12 @@ bool Trainer<Symbol>::pop_best(Candidate& best) {
         std::pop_heap(queue_.begin(), queue_.end(), below);
         Candidate c = queue_.back();
         queue_.pop_back();
-        const int64_t live = pairs_[find_pair(pair_key(c.left, c.right))].count;
+        const int64_t live = pairs_[c.index].count;
         if (live == c.count) {
             best = c;
             return true;
         }
-        if (live > 0 && live >= floor_) push(Candidate{live, c.left, c.right});
+        if (live > 0 && live >= floor_) push(Candidate{live, c.left, c.right, c.index});
     }
 }
 
@@ -225,9 +230,8 @@ bool Trainer<Symbol>::pop_best(Candidate& best) {
 // (Some may be queued twice; the copy popped second is stale by then.)
 template <class Symbol>
 void Trainer<Symbol>::lower_floor(int64_t floor) {
-    for (const PairStats& p : pairs_.entries())
-        if (p.count > 0 && p.count >= floor && p.count < floor_)
-            queue_.push_back(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
+    for (uint32_t i = 0; i < pairs_.size(); ++i)
+        if (pairs_[i].count > 0 && pairs_[i].count >= floor && pairs_[i].count < floor_) queue_.push_back(candidate(i));
     std::make_heap(queue_.begin(), queue_.end(), [this](auto& x, auto& y) { return ranks_below(x, y); });
     floor_ = floor;
 }
@@ -263,12 +267,14 @@ void Trainer<Symbol>::merge(uint32_t left, uint32_t right, uint32_t new_id) {
     todo_.clear();
     where.for_each([&](uint32_t w) { todo_.push_back(w); });
     const size_t n = todo_.size();
+    auto prefetch_symbols = [&](uint32_t w) {
+        if (words_[w].length != kLong) __builtin_prefetch(&symbols_[words_[w].start]);
+    };
+    for (size_t k = 0; k < std::min(n, kWordAhead); ++k) __builtin_prefetch(&words_[todo_[k]]);
+    for (size_t k = 0; k < std::min(n, kSymbolsAhead); ++k) prefetch_symbols(todo_[k]);
     for (size_t k = 0; k < n; ++k) {
         if (k + kWordAhead < n) __builtin_prefetch(&words_[todo_[k + kWordAhead]]);
-        if (k + kSymbolsAhead < n) {
-            const Word& ahead = words_[todo_[k + kSymbolsAhead]];
-            if (ahead.length != kLong) __builtin_prefetch(&symbols_[ahead.start]);
-        }
+        if (k + kSymbolsAhead < n) prefetch_symbols(todo_[k + kSymbolsAhead]);
         const uint32_t w = todo_[k];
         if (words_[w].length != kLong)
             rewrite(w, left, right, new_id);
@@ -277,7 +283,7 @@ void Trainer<Symbol>::merge(uint32_t left, uint32_t right, uint32_t new_id) {
     }
     for (uint32_t index : appeared_) {
         const PairStats& p = pairs_[index];
-        if (p.count > 0 && p.count >= floor_) push(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
+        if (p.count > 0 && p.count >= floor_) push(candidate(index));
     }
     for (uint32_t index : emptied_)
         if (pairs_[index].count == 0) pairs_[index].words = WordList();
