@@ -147,7 +147,7 @@ struct Counter {
     py::dict counts() const {
         py::dict out;
         for (const storygpt::ChunkCounts& shard : const_cast<storygpt::ChunkCounter&>(counter).shards())
-            for (const auto& e : shard.entries()) out[py::bytes(std::string(shard.chunk(e)))] = e.count;
+            shard.for_each([&](std::string_view chunk, int64_t count) { out[py::bytes(std::string(chunk))] = count; });
         return out;
     }
 

@@ -60,6 +60,7 @@ struct PairHash {
 struct Candidate {
     int64_t count;
     uint32_t left, right;
+    uint32_t index;  // the pair's entry in Trainer::pairs_ (entries never move)
 };
 
 // Symbol: the type of a short word's token ids, uint16_t when the vocabulary
@@ -100,6 +101,10 @@ class Trainer {
     }
     // x ranks below y in the queue
     bool ranks_below(const Candidate& x, const Candidate& y) const;
+    Candidate candidate(uint32_t index) const {
+        const PairStats& p = pairs_[index];
+        return Candidate{p.count, pair_left(p.key), pair_right(p.key), index};
+    }
     void push(const Candidate& c) {
         queue_.push_back(c);
         std::push_heap(queue_.begin(), queue_.end(), [this](auto& x, auto& y) { return ranks_below(x, y); });
@@ -124,7 +129,7 @@ class Trainer {
     int64_t floor_ = 0;
     std::vector<std::string> token_bytes_;
     std::vector<Symbol> old_symbols_;
-    std::vector<uint32_t> appeared_, emptied_;
+    std::vector<uint32_t> appeared_, emptied_, todo_;
 };
 
 // Sizes the arrays exactly first: they are the largest of the trainer, and
@@ -133,27 +138,25 @@ template <class Symbol>
 void Trainer<Symbol>::add_words(std::vector<ChunkCounts>&& shards) {
     size_t total = 0, n_words = 0;
     for (const auto& shard : shards)
-        for (const auto& e : shard.entries()) {
-            n_words += e.size >= 2;
-            if (e.size >= 2 && e.size < kLongWordBytes) total += e.size;
-        }
+        shard.for_each([&](std::string_view chunk, int64_t) {
+            n_words += chunk.size() >= 2;
+            if (chunk.size() >= 2 && chunk.size() < kLongWordBytes) total += chunk.size();
+        });
     if (total >= UINT32_MAX) throw std::length_error("training: 4 GiB or more of distinct chunk bytes");
     if (n_words >= UINT32_MAX) throw std::length_error("training: 2**32 or more distinct chunks");
     symbols_.reserve(total);
     words_.reserve(n_words);
-    for (auto& shard : shards) {
-        for (const auto& e : shard.entries()) {
-            if (e.size < 2) continue;  // no pair: never changes any count
-            if (e.size >= kLongWordBytes) {
-                words_.push_back(Word{static_cast<uint32_t>(long_words_.size()), kLong, e.count});
-                long_words_.emplace_back(shard.chunk(e));
-                continue;
+    for (auto& shard : shards)
+        shard.drain([&](std::string_view chunk, int64_t count) {  // frees as it goes
+            if (chunk.size() < 2) return;                         // no pair: never changes any count
+            if (chunk.size() >= kLongWordBytes) {
+                words_.push_back(Word{static_cast<uint32_t>(long_words_.size()), kLong, count});
+                long_words_.emplace_back(chunk);
+                return;
             }
-            words_.push_back(Word{static_cast<uint32_t>(symbols_.size()), static_cast<uint32_t>(e.size), e.count});
-            for (unsigned char byte : shard.chunk(e)) symbols_.push_back(byte);
-        }
-        shard = ChunkCounts();  // free as we go
-    }
+            words_.push_back(Word{static_cast<uint32_t>(symbols_.size()), static_cast<uint32_t>(chunk.size()), count});
+            for (unsigned char byte : chunk) symbols_.push_back(byte);
+        });
     index_pairs();
 }
 
@@ -177,8 +180,8 @@ void Trainer<Symbol>::index_pairs() {
         for (uint32_t i = 0; i + 1 < word.length; ++i) add(pair_key(s[i], s[i + 1]));
     }
     queue_.reserve(pairs_.size());
-    for (const PairStats& p : pairs_.entries())
-        if (p.count > 0) queue_.push_back(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
+    for (uint32_t i = 0; i < pairs_.size(); ++i)
+        if (pairs_[i].count > 0) queue_.push_back(candidate(i));
     std::make_heap(queue_.begin(), queue_.end(), [this](auto& x, auto& y) { return ranks_below(x, y); });
     floor_ = queue_.empty() ? 0 : queue_.front().count / 2;
 }
@@ -214,12 +217,12 @@ bool Trainer<Symbol>::pop_best(Candidate& best) {
         std::pop_heap(queue_.begin(), queue_.end(), below);
         Candidate c = queue_.back();
         queue_.pop_back();
-        const int64_t live = pairs_[find_pair(pair_key(c.left, c.right))].count;
+        const int64_t live = pairs_[c.index].count;
         if (live == c.count) {
             best = c;
             return true;
         }
-        if (live > 0 && live >= floor_) push(Candidate{live, c.left, c.right});
+        if (live > 0 && live >= floor_) push(Candidate{live, c.left, c.right, c.index});
     }
 }
 
@@ -227,9 +230,8 @@ bool Trainer<Symbol>::pop_best(Candidate& best) {
 // (Some may be queued twice; the copy popped second is stale by then.)
 template <class Symbol>
 void Trainer<Symbol>::lower_floor(int64_t floor) {
-    for (const PairStats& p : pairs_.entries())
-        if (p.count > 0 && p.count >= floor && p.count < floor_)
-            queue_.push_back(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
+    for (uint32_t i = 0; i < pairs_.size(); ++i)
+        if (pairs_[i].count > 0 && pairs_[i].count >= floor && pairs_[i].count < floor_) queue_.push_back(candidate(i));
     std::make_heap(queue_.begin(), queue_.end(), [this](auto& x, auto& y) { return ranks_below(x, y); });
     floor_ = floor;
 }
@@ -250,22 +252,38 @@ std::vector<Merge> Trainer<Symbol>::run(int64_t n_merges, const Progress& progre
 
 // Applies merge (left, right) -> new_id to every word on the pair's list
 // (each once: the list is strictly ascending), then queues each pair that
-// appeared with its new count.
+// appeared with its new count.  The words are visited in list order with
+// their entries and symbols prefetched some words ahead: the list is sparse
+// in big arrays, so nearly every word is a cache miss otherwise.
 template <class Symbol>
 void Trainer<Symbol>::merge(uint32_t left, uint32_t right, uint32_t new_id) {
+    constexpr size_t kWordAhead = 16, kSymbolsAhead = 8;
     appeared_.clear();
-    const WordList where = std::move(pairs_[find_pair(pair_key(left, right))].words);
-    where.for_each([&](uint32_t w) {
+    PairStats& merged = pairs_[find_pair(pair_key(left, right))];
+    const WordList where = std::move(merged.words);
+    // Every occurrence goes (merged, or overlapping a merged one): no word
+    // holds the pair afterwards.
+    merged.count = 0;
+    todo_.clear();
+    where.for_each([&](uint32_t w) { todo_.push_back(w); });
+    const size_t n = todo_.size();
+    auto prefetch_symbols = [&](uint32_t w) {
+        if (words_[w].length != kLong) __builtin_prefetch(&symbols_[words_[w].start]);
+    };
+    for (size_t k = 0; k < std::min(n, kWordAhead); ++k) __builtin_prefetch(&words_[todo_[k]]);
+    for (size_t k = 0; k < std::min(n, kSymbolsAhead); ++k) prefetch_symbols(todo_[k]);
+    for (size_t k = 0; k < n; ++k) {
+        if (k + kWordAhead < n) __builtin_prefetch(&words_[todo_[k + kWordAhead]]);
+        if (k + kSymbolsAhead < n) prefetch_symbols(todo_[k + kSymbolsAhead]);
+        const uint32_t w = todo_[k];
         if (words_[w].length != kLong)
             rewrite(w, left, right, new_id);
         else
             merge_long(w, left, right, new_id);
-    });
-    std::sort(appeared_.begin(), appeared_.end());
-    appeared_.erase(std::unique(appeared_.begin(), appeared_.end()), appeared_.end());
+    }
     for (uint32_t index : appeared_) {
         const PairStats& p = pairs_[index];
-        if (p.count > 0 && p.count >= floor_) push(Candidate{p.count, pair_left(p.key), pair_right(p.key)});
+        if (p.count > 0 && p.count >= floor_) push(candidate(index));
     }
     for (uint32_t index : emptied_)
         if (pairs_[index].count == 0) pairs_[index].words = WordList();
@@ -273,9 +291,12 @@ void Trainer<Symbol>::merge(uint32_t left, uint32_t right, uint32_t new_id) {
 }
 
 // Rewrites one word left to right, merging non-overlapping occurrences (as
-// the reference's _merge_word), and moves the word's count from all its old
-// adjacent pairs to all its new ones, so overlapping cases ("aaa") come out
-// exactly as in the reference.
+// the reference's _merge_word), and moves the word's count from the old
+// pairs next to a merged occurrence to the new pairs that hold new_id.  The
+// other pairs are the same before and after, one for one, so their counts
+// stay; (left, right) itself is left to merge(), which zeroes it.  Same
+// counts as taking the word's count from all old pairs and giving it to all
+// new ones, overlapping cases ("aaa") included.
 template <class Symbol>
 void Trainer<Symbol>::rewrite(uint32_t w, uint32_t left, uint32_t right, uint32_t new_id) {
     Word& word = words_[w];
@@ -286,9 +307,22 @@ void Trainer<Symbol>::rewrite(uint32_t w, uint32_t left, uint32_t right, uint32_
     if (i + 1 >= n) return;  // a stale entry of the list
     old_symbols_.assign(s, s + n);
     const Symbol* old = old_symbols_.data();
+    const uint64_t merged_key = pair_key(left, right);
+    const int64_t count = word.count;
+    // Old pair k is (old[k], old[k + 1]); each touched one is removed once.
+    uint32_t next_unremoved = 0;  // old pairs before this one are done
+    auto remove = [&](uint32_t k) {
+        if (k < next_unremoved || k + 1 >= n) return;
+        next_unremoved = k + 1;
+        const uint64_t key = pair_key(old[k], old[k + 1]);
+        if (key != merged_key) remove_occurrences(key, count);
+    };
     uint32_t j = i;
     while (i < n) {
         if (i + 1 < n && old[i] == left && old[i + 1] == right) {
+            if (i > 0) remove(i - 1);
+            next_unremoved = std::max(next_unremoved, i + 1);  // pair i is (left, right)
+            remove(i + 1);
             s[j++] = static_cast<Symbol>(new_id);
             i += 2;
         } else {
@@ -296,14 +330,8 @@ void Trainer<Symbol>::rewrite(uint32_t w, uint32_t left, uint32_t right, uint32_
         }
     }
     word.length = j;
-    for (i = 0; i + 1 < n; ++i) remove_occurrences(pair_key(old[i], old[i + 1]), word.count);
-    for (i = 0; i + 1 < j; ++i) {
-        const uint64_t key = pair_key(s[i], s[i + 1]);
-        if (s[i] != new_id && s[i + 1] != new_id)
-            pairs_[find_pair(key)].count += word.count;
-        else
-            add_new_pair(key, word.count, w);
-    }
+    for (i = 0; i + 1 < j; ++i)
+        if (s[i] == new_id || s[i + 1] == new_id) add_new_pair(pair_key(s[i], s[i + 1]), count, w);
 }
 
 template <class Symbol>
@@ -311,7 +339,7 @@ void Trainer<Symbol>::add_new_pair(uint64_t key, int64_t count, uint32_t w) {
     const uint32_t index = find_or_add_pair(key);
     PairStats& pair = pairs_[index];
     pair.count += count;
-    if (pair.words.empty() || pair.words.back() != w) appeared_.push_back(index);
+    if (pair.words.empty()) appeared_.push_back(index);  // once: the pair holds new_id, so it is new
     note_word(pair, w);
 }
 
@@ -362,7 +390,7 @@ std::vector<std::pair<std::string, int64_t>> chunk_counts(const std::vector<std:
     counter.add_texts(texts);
     std::vector<std::pair<std::string, int64_t>> out;
     for (const ChunkCounts& shard : counter.shards())
-        for (const auto& e : shard.entries()) out.emplace_back(std::string(shard.chunk(e)), e.count);
+        shard.for_each([&](std::string_view chunk, int64_t count) { out.emplace_back(std::string(chunk), count); });
     return out;
 }
 

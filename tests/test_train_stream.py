@@ -103,6 +103,51 @@ def test_file_windows_hypothesis(tmp_path_factory, parts, window, pattern):
     assert counter.counts() == dict(ref.count_chunks(data, pattern, [b"<s>", b"<s>x"]))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_counter_keeps_every_key_apart(threads):
+    # Keys of 0-40 bytes around the 16-byte inline limit, zero bytes that
+    # pad short keys (b"a" vs b"a\x00"), one shared 17-byte prefix with
+    # different tails, and 20,000 random keys (the table grows many times);
+    # added twice, so the counts add up.  Oracle: a dict.
+    rng = random.Random(11)
+    keys = [b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"\x00a", b"x" * 16, b"x" * 15 + b"\x00", b"x" * 17]
+    keys += [bytes([b]) * n for b in (0, 97, 255) for n in range(1, 41)]
+    keys += [b"p" * 17 + bytes([t]) for t in range(50)] + [b"p" * 24 + bytes([t]) * 9 for t in range(50)]
+    keys += [rng.randbytes(rng.randint(1, 40)) for _ in range(20000)]
+    keys = list(dict.fromkeys(keys))  # distinct, in order
+    counts = {k: rng.randint(1, 1 << 40) for k in keys}
+    counter = _bpe.ChunkCounter("simple", [], threads)
+    counter.add_counts(counts)
+    counter.add_counts({k: 3 for k in keys[:100]})
+    expected = dict(counts)
+    for k in keys[:100]:
+        expected[k] += 3
+    assert counter.counts() == expected
+
+
+def test_chunk_counts_at_the_end_of_short_texts():
+    # Chunks that end within 16 bytes of the end of the text are read
+    # without looking past it; texts of every length up to 40 bytes.
+    rng = random.Random(12)
+    for n in range(41):
+        data = bytes(rng.choice(b"ab c'1\n\xc3\xa9") for _ in range(n))
+        for threads in (1, 2):
+            assert _bpe.chunk_counts(data, "gpt2", [], threads) == dict(ref.count_chunks(data, "gpt2"))
+
+
+@pytest.mark.parametrize("tie_break", TIE_BREAKS)
+def test_overlapping_merges_match_reference(tie_break):
+    # Words of two letters where the merged pair overlaps itself ("aaa",
+    # "abab"): the trainer moves counts only of the pairs next to a merged
+    # occurrence; the reference recounts every pair.
+    rng = random.Random(13)
+    words = [bytes(rng.choice(b"ab") for _ in range(rng.randint(2, 30))) for _ in range(400)]
+    words += [b"a" * n for n in range(2, 40)] + [b"ab" * n for n in range(1, 20)]
+    data = b" ".join(words)
+    got = _bpe.train(data, vocab_size=256 + 120, pattern="simple", tie_break=tie_break)
+    assert got == ref.train(data, 256 + 120, "simple", (), 1, tie_break)
+
+
 def test_files_iterator_counts_and_text_give_the_same_tokenizer(tmp_path):
     texts = _texts(4)
     paths = []
