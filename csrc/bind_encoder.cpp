@@ -15,6 +15,70 @@
 namespace py = pybind11;
 using namespace storygpt_bind;
 
+namespace {
+
+// The UTF-8 of a batch of texts, viewed while the GIL is released: an ASCII
+// str's own bytes, bytes as they are, other str through a UTF-8 copy; `held`
+// keeps every object viewed alive (other Python threads may change the list).
+struct BatchTexts {
+    std::vector<std::string_view> views;
+    std::vector<py::object> held;
+
+    explicit BatchTexts(const py::list& texts) {
+        views.reserve(texts.size());
+        held.reserve(texts.size());
+        for (size_t k = 0; k < texts.size(); ++k) {
+            PyObject* t = PyList_GET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(k));
+            if (PyUnicode_Check(t) && !PyUnicode_IS_ASCII(t)) {  // encoded once, not cached in the str
+                held.push_back(py::reinterpret_steal<py::object>(PyUnicode_AsUTF8String(t)));
+                if (!held.back()) throw py::error_already_set();
+            } else {
+                held.push_back(py::reinterpret_borrow<py::object>(t));
+            }
+            t = held.back().ptr();
+            if (PyUnicode_Check(t)) {  // ASCII: its UTF-8 is its data, no copy
+                Py_ssize_t size = 0;
+                const char* data = PyUnicode_AsUTF8AndSize(t, &size);
+                if (data == nullptr) throw py::error_already_set();
+                views.emplace_back(data, static_cast<size_t>(size));
+            } else if (PyBytes_Check(t)) {
+                views.push_back(view_of(py::reinterpret_borrow<py::bytes>(t)));
+            } else {
+                throw py::type_error("texts[" + std::to_string(k) + "] must be str or bytes, got " +
+                                     type_name(py::handle(t)));
+            }
+        }
+    }
+};
+
+void check_id_objects(const storygpt::Encoder& enc, const py::list& id_objects) {
+    if (static_cast<size_t>(PyList_GET_SIZE(id_objects.ptr())) < enc.vocab_size())
+        throw py::value_error("id_objects has " + std::to_string(PyList_GET_SIZE(id_objects.ptr())) +
+                              " items for a vocabulary of " + std::to_string(enc.vocab_size()));
+}
+
+// out[k] = [id_objects[id] for id in text k's ids] for k in [first, last); the
+// ids of the texts are concatenated in `ids`, lengths[k - first] each.  Holds the GIL.
+void fill_lists(const py::list& out, size_t first, size_t last, const std::vector<uint32_t>& ids,
+                const int64_t* lengths, const py::list& id_objects, const storygpt::Encoder& enc) {
+    check_id_objects(enc, id_objects);  // again: another Python thread may have shortened it meanwhile
+    PyObject* const* objects = PySequence_Fast_ITEMS(id_objects.ptr());
+    const uint32_t* id = ids.data();
+    for (size_t k = first; k < last; ++k) {
+        const Py_ssize_t n = static_cast<Py_ssize_t>(lengths[k - first]);
+        PyObject* list = PyList_New(n);
+        if (list == nullptr) throw py::error_already_set();
+        for (Py_ssize_t i = 0; i < n; ++i, ++id) {
+            PyObject* obj = objects[*id];
+            Py_INCREF(obj);
+            PyList_SET_ITEM(list, i, obj);
+        }
+        PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), list);
+    }
+}
+
+}  // namespace
+
 void bind_encoder(py::module_& m) {
     py::class_<storygpt::Encoder>(m, "Encoder", R"doc(Byte-level BPE encoder (general form).
 
@@ -102,26 +166,53 @@ Raises:
         .def(
             "encode_batch",
             [](const storygpt::Encoder& enc, const py::list& texts, int num_threads) {
-                std::vector<py::bytes> held;  // keeps every text alive while the GIL is released
-                held.reserve(texts.size());
-                for (auto t : texts) held.push_back(require_bytes(t, "each text"));
-                std::vector<std::string_view> views;
-                views.reserve(held.size());
-                for (const auto& b : held) views.push_back(view_of(b));
+                BatchTexts batch(texts);
                 std::vector<uint32_t> ids;
                 std::vector<int64_t> offsets;
                 {
                     py::gil_scoped_release release;
-                    enc.encode_batch(views, num_threads, ids, offsets);
+                    enc.encode_batch(batch.views, num_threads, ids, offsets);
                 }
                 return py::make_tuple(to_numpy(std::move(ids)), to_numpy(std::move(offsets)));
             },
             py::arg("texts"), py::arg("num_threads") = 0,
-            R"doc(Encode many texts on several threads (0 = all cores).
+            R"doc(Encode many texts (str as UTF-8, or bytes) on several threads (0 = all cores).
 
 Returns (ids, offsets): ids is numpy.ndarray[uint32] of all ids concatenated,
 offsets numpy.ndarray[int64] of length len(texts) + 1; text k's ids are
-ids[offsets[k]:offsets[k + 1]].)doc")
+ids[offsets[k]:offsets[k + 1]].
+
+Raises:
+    TypeError: an item that is neither str nor bytes (named by its index).
+    UnicodeEncodeError: a str with lone surrogates.)doc")
+        .def(
+            "encode_batch_lists",
+            [](const storygpt::Encoder& enc, const py::list& texts, const py::list& id_objects, int num_threads) {
+                check_id_objects(enc, id_objects);
+                BatchTexts batch(texts);
+                py::list out(texts.size());  // a slot per text, filled as groups finish
+                {
+                    py::gil_scoped_release release;
+                    enc.encode_batch(
+                        batch.views, num_threads,
+                        [&](size_t first, size_t last, std::vector<uint32_t>& ids, const int64_t* lengths) {
+                            py::gil_scoped_acquire gil;
+                            fill_lists(out, first, last, ids, lengths, id_objects, enc);
+                        });
+                }
+                return out;
+            },
+            py::arg("texts"), py::arg("id_objects"), py::arg("num_threads") = 0,
+            R"doc(Encode many texts (str as UTF-8, or bytes) on several threads -> one list of ids per text.
+
+The lists hold id_objects[id] for each id (pass list(range(vocab_size)), as for
+encode_list).  They are built on the calling thread while the other threads
+keep encoding, so little of the list building is left after the last text.
+
+Raises:
+    TypeError: an item that is neither str nor bytes (named by its index).
+    UnicodeEncodeError: a str with lone surrogates.
+    ValueError: id_objects has fewer than vocab_size items.)doc")
         .def(
             "encode_file",
             [](const storygpt::Encoder& enc, py::object path, int num_threads, size_t window_bytes) {

@@ -143,44 +143,6 @@ void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
     encode_pieces(data, out, *cache);
 }
 
-void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_threads, std::vector<uint32_t>& ids,
-                           std::vector<int64_t>& offsets) const {
-    const int threads = resolve_threads(num_threads);
-    // Groups of consecutive texts of roughly equal byte size.
-    size_t total = 0;
-    for (auto t : texts) total += t.size();
-    const size_t target = std::max<size_t>(1 << 16, total / (static_cast<size_t>(threads) * 8) + 1);
-    std::vector<size_t> group_start{0};
-    for (size_t i = 0, bytes = 0; i < texts.size(); ++i) {
-        bytes += texts[i].size();
-        if (bytes >= target && i + 1 < texts.size()) {
-            group_start.push_back(i + 1);
-            bytes = 0;
-        }
-    }
-    group_start.push_back(texts.size());
-    const size_t n_groups = group_start.size() - 1;
-    std::vector<std::vector<uint32_t>> group_ids(n_groups);
-    std::vector<int64_t> lengths(texts.size(), 0);
-    std::vector<std::unique_ptr<CachePool::Lease>> caches(static_cast<size_t>(threads));
-    parallel_for(n_groups, threads, [&](size_t g, size_t w) {
-        if (!caches[w]) caches[w].reset(new CachePool::Lease(caches_->lend()));
-        for (size_t i = group_start[g]; i < group_start[g + 1]; ++i) {
-            const size_t before = group_ids[g].size();
-            encode_pieces(texts[i], group_ids[g], **caches[w]);
-            lengths[i] = static_cast<int64_t>(group_ids[g].size() - before);
-        }
-    });
-    offsets.assign(texts.size() + 1, 0);
-    for (size_t i = 0; i < texts.size(); ++i) offsets[i + 1] = offsets[i] + lengths[i];
-    ids.clear();
-    ids.reserve(static_cast<size_t>(offsets.back()));
-    for (auto& g : group_ids) {
-        ids.insert(ids.end(), g.begin(), g.end());
-        std::vector<uint32_t>().swap(g);
-    }
-}
-
 void Encoder::encode_file(const std::string& path, int num_threads, size_t window_bytes,
                           std::vector<uint32_t>& out) const {
     constexpr size_t kTaskChunks = 4096;

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,18 @@ class Encoder {
     // are text k's (offsets has texts.size() + 1 entries).
     void encode_batch(const std::vector<std::string_view>& texts, int num_threads, std::vector<uint32_t>& ids,
                       std::vector<int64_t>& offsets) const;
+
+    // Receives the ids of texts [first, last), concatenated (the sink may move
+    // them away), and lengths[k - first] = the number of ids of text k.
+    using BatchSink =
+        std::function<void(size_t first, size_t last, std::vector<uint32_t>& ids, const int64_t* lengths)>;
+    // Encodes every text on up to num_threads threads (0: all cores), in groups
+    // of consecutive texts, and gives each finished group to `sink` at once, in
+    // no fixed order, always on the calling thread (between the groups that
+    // thread encodes itself), so that the caller consumes results while the
+    // other threads keep encoding.  Rethrows the first exception of a worker
+    // or of the sink after every thread has stopped (encode_batch.cpp).
+    void encode_batch(const std::vector<std::string_view>& texts, int num_threads, const BatchSink& sink) const;
 
     // Streams a file in windows of `window_bytes` and appends its ids to
     // `out`; equals encode(whole file).  Throws FileError naming the path.

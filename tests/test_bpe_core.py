@@ -509,8 +509,9 @@ def test_encode_batch_equals_encode(trained_merges):
             assert ids[offsets[k] : offsets[k + 1]].tolist() == enc.encode(t).tolist()
     ids, offsets = enc.encode_batch([])
     assert ids.shape == (0,) and offsets.tolist() == [0]
-    with pytest.raises(TypeError):
-        enc.encode_batch(["not bytes"])
+    assert enc.encode_batch(["héllo"])[0].tolist() == enc.encode("héllo".encode()).tolist()  # str: its UTF-8
+    with pytest.raises(TypeError, match=r"texts\[0\] must be str or bytes, got bytearray"):
+        enc.encode_batch([bytearray(b"neither")])
 
 
 def test_one_encoder_many_python_threads(trained_merges):
