@@ -8,7 +8,7 @@ that names what is missing.
 Tools: :func:`run_tool` runs a top-level tool (``data.py``, ``pretrain.py``, ...) the way a user does,
 ``python TOOL.py ARGS`` in a subprocess, and returns its exit status and output; ``fault=NAME`` runs it
 through ``tests/tool_faults.py``, which first applies one named fault (Ctrl-C, a full disk, ...) inside
-that process.
+that process.  :func:`tool_parser` reads a tool's argument parser (help texts, defaults) in a subprocess.
 
 Fixtures: ``one_torch_thread`` (tiny models run fastest on one torch thread, far faster than on two when the
 machine is busy; a module that trains or runs models asks for it with
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -90,6 +91,30 @@ def load_tool(name: str) -> types.ModuleType:
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+PARSER_DUMP = """
+import argparse, json, runpy, sys
+parser = runpy.run_path(sys.argv[1], run_name="tool_parser")["build_parser"]()
+actions = []
+for a in parser._actions:
+    own = None
+    if a.option_strings and a.help is not None:
+        own = parser.formatter_class("x")._get_help_string(a) % {**vars(a), "prog": "x"}
+    has_default = a.default not in (None, False, "", argparse.SUPPRESS)
+    actions.append({"flags": a.option_strings, "help": a.help, "own_help": own, "has_default": has_default})
+print(json.dumps({"help": parser.format_help(), "actions": actions}, default=str))
+"""
+
+
+def tool_parser(name: str) -> dict:
+    """What ``REPO/NAME.py``'s ``build_parser()`` holds, read in a subprocess: ``help`` (the --help text) and
+    ``actions``: per argument ``flags``, ``help`` (as given), ``own_help`` (the help line with the default the
+    formatter adds, None for positionals and hidden flags) and ``has_default``."""
+    done = subprocess.run(
+        [sys.executable, "-c", PARSER_DUMP, str(REPO / f"{name}.py")], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
 
 
 def one_error_line(err: str, tool: str) -> str:
