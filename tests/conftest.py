@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,13 @@ def load_tool(name: str) -> types.ModuleType:
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_tools(name: str, argvs: list, **kwargs) -> list[subprocess.CompletedProcess]:
+    """:func:`run_tool` ``name`` once per argument list in ``argvs``, as many at a time as there are CPU cores
+    (the tests run on one); the finished processes in the order of ``argvs``."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda argv: run_tool(name, *argv, **kwargs), argvs))
 
 
 PARSER_DUMP = """

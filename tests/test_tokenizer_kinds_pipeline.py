@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import CACHE, HAVE_TIKTOKEN, run_tool
+from conftest import CACHE, HAVE_TIKTOKEN, run_tool, run_tools
 
 from storygpt.tokenizers import from_dict, load, parse_spec
 
@@ -142,8 +142,8 @@ def test_bits_and_sample_for_every_kind(prepared):
     assert by_kind["byte"]["round_trip_share"] == 1.0 and by_kind["byte"]["unknown_share"] == 0
     wordpiece = next(s for s in slugs if "wordpiece" in s)
     assert by_kind[wordpiece]["round_trip_share"] < 1.0  # lower-cased: it cannot give the text back
-    for ck in ckpts:
-        done = run_tool("sample", ck, "--prompt", "The cat", "--max-new-tokens", "4", "--device", "cpu")
+    argvs = [[ck, "--prompt", "The cat", "--max-new-tokens", "4", "--device", "cpu"] for ck in ckpts]
+    for done in run_tools("sample", argvs):
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip()
 
@@ -161,13 +161,14 @@ def test_checkpoint_tokenizer_dict_rebuilds_every_kind(prepared):
 def test_pretrain_and_bits_for_every_kind(prepared):
     tmp, folder, slugs = prepared
     tiny = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4"]
-    runs = []
-    for spec in slugs:
-        if spec.startswith("hf:"):
-            continue  # the files were removed by the test above in a full run; hf is covered there
-        out = tmp / "pt" / parse_spec(spec).slug
-        done = run_tool("pretrain", "--tokenizer", spec, "--data", folder, "--out-dir", out, "--max-steps", "2", *tiny)
+    # the hf files were removed by the test above in a full run; hf is covered there
+    kept = [spec for spec in slugs if not spec.startswith("hf:")]
+    outs = [tmp / "pt" / parse_spec(spec).slug for spec in kept]
+    argvs = [
+        ["--tokenizer", s, "--data", folder, "--out-dir", o, "--max-steps", "2", *tiny] for s, o in zip(kept, outs)
+    ]
+    for spec, done in zip(kept, run_tools("pretrain", argvs)):
         assert done.returncode == 0, (spec, done.stderr)
-        runs.append(next(out.rglob("best.pt")))
+    runs = [next(out.rglob("best.pt")) for out in outs]
     done = run_tool("bits", *runs, "--json", "--no-progress", "--device", "cpu")
     assert done.returncode == 0, done.stderr
