@@ -5,7 +5,6 @@ The bad-input tests at the end use ``tiny_run`` (tests/conftest.py): a corpus da
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import BPE300, REPO, TINY_MODEL, load_tool, one_error_line, tiny_argv
+from conftest import BPE300, REPO, TINY_MODEL, load_tool, one_error_line, tiny_argv, tool_parser
 
 import storygpt
 from storygpt import runtime
@@ -458,22 +457,19 @@ def test_two_process_run(tmp_path):
 
 
 def test_help_states_each_default_once():
-    data_cli, sample_cli = load_tool("data"), load_tool("sample")
-    for parser in (pretrain.build_parser(), data_cli.build_parser(), sample_cli.build_parser()):
-        text = " ".join(parser.format_help().split())
+    parsers = {name: tool_parser(name) for name in ("pretrain", "data", "sample")}
+    for parser in parsers.values():
+        text = " ".join(parser["help"].split())
         assert "(default: None)" not in text and "(default: False)" not in text
-        for action in parser._actions:
-            if not action.option_strings or action.help is None:
+        for action in parser["actions"]:
+            own = action["own_help"]
+            if own is None:  # positionals and flags without help
                 continue
-            own = parser.formatter_class("x")._get_help_string(action) % {**vars(action), "prog": "x"}
-            assert own.lower().count("default") <= 1, (action.dest, own)
-            has_default = action.default not in (None, False, "", argparse.SUPPRESS)
-            assert "default" in own.lower() or not has_default, (action.dest, own)  # stated where there is one
-    text = " ".join(pretrain.build_parser().format_help().split())
+            assert own.lower().count("default") <= 1, (action["flags"], own)
+            assert "default" in own.lower() or not action["has_default"], (action["flags"], own)  # where there is one
+    text = " ".join(parsers["pretrain"]["help"].split())
     assert "--minutes MINUTES wall-clock minutes, evaluations included, compilation excluded" in text
-    assert "(default: gpt4; docs/data.md explains the choice)" in " ".join(
-        data_cli.build_parser().format_help().split()
-    )
+    assert "(default: gpt4; docs/data.md explains the choice)" in " ".join(parsers["data"]["help"].split())
 
 
 # ------------------------------------------------------------ bad input (one-line errors)
