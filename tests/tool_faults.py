@@ -43,6 +43,44 @@ def ctrl_c_while_encoding(arg: str) -> None:
     prepare.encode_documents = interrupt
 
 
+@fault
+def read_only_lock(arg: str) -> None:
+    """pretrain.py: the run folder refuses new files (as a read-only folder would; the tests run as root,
+    so the folder's mode cannot refuse them): creating the lock file fails with EACCES."""
+    import errno
+    import os
+
+    real_open = os.open
+
+    def read_only(path, flags, *a):
+        if str(path).endswith("lock") and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *a)
+
+    os.open = read_only
+
+
+@fault
+def full_disk_at_step(arg: str) -> None:
+    """pretrain.py: the disk fills while the checkpoint of step ``ARG`` is written (part of it is on disk)."""
+    import errno
+    import os
+
+    from storygpt import train
+    from storygpt.atomic import atomic_write
+
+    real = train.save_checkpoint
+
+    def full_disk(path, ckpt, during_write=None):
+        if ckpt.get("state", {}).get("step") == int(arg):
+            with atomic_write(path, "wb") as f:
+                f.write(b"PK\x03\x04 part of it")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, ckpt, during_write)
+
+    train.save_checkpoint = full_disk
+
+
 def main(argv: list[str]) -> None:
     name, _, arg = argv[0].partition(":")
     tool, tool_args = argv[1], argv[2:]
