@@ -81,6 +81,77 @@ def full_disk_at_step(arg: str) -> None:
     train.save_checkpoint = full_disk
 
 
+@fault
+def record_progress_bars(arg: str) -> None:
+    """data.py: every progress bar made is recorded; at exit ``ARG`` gets one JSON line per bar
+    (desc, unit, total, n: the units counted, disable)."""
+    import atexit
+    import json
+
+    from storygpt.data import progress
+
+    made = []
+
+    class Bar:
+        def __init__(self, total=None, desc=None, unit=None, disable=False, **kw):
+            self.total, self.desc, self.unit, self.disable, self.n = total, desc, unit, disable, 0
+            made.append(self)
+
+        def update(self, k=1):
+            self.n += k
+
+        def close(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+    def write():
+        with open(arg, "w", encoding="utf-8") as f:
+            for bar in made:
+                row = {"desc": bar.desc, "unit": bar.unit, "total": bar.total, "n": bar.n, "disable": bar.disable}
+                f.write(json.dumps(row) + "\n")
+
+    atexit.register(write)
+    progress.tqdm = Bar
+
+
+@fault
+def read_fails_on_open(arg: str) -> None:
+    """data.py: the ``ARG``-th file opened by storygpt.data.docstream returns 64 bytes a read, and its
+    eleventh read fails with EIO."""
+    from storygpt.data import docstream
+
+    class FailingFile:
+        def __init__(self, path, ok_reads):
+            self.f = open(path, "rb")
+            self.left = ok_reads
+
+        def read(self, n):
+            if self.left == 0:
+                raise OSError(5, "Input/output error")
+            self.left -= 1
+            return self.f.read(min(n, 64))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    opened = []
+    real = docstream._open_binary
+
+    def opener(path):
+        opened.append(path)
+        return FailingFile(path, 10) if len(opened) == int(arg) else real(path)
+
+    docstream._open_binary = opener
+
+
 def main(argv: list[str]) -> None:
     name, _, arg = argv[0].partition(":")
     tool, tool_args = argv[1], argv[2:]
