@@ -58,15 +58,9 @@ def run_folder(arg: str) -> Path:
     return path
 
 
-def labels_for(folders: list[Path]) -> list[str]:
-    """Each folder's name, or parent/name where two runs share a name (same tokenizer, two corpora)."""
-    names = [f.resolve().name for f in folders]
-    return [f"{f.resolve().parent.name}/{n}" if names.count(n) > 1 else n for f, n in zip(folders, names, strict=True)]
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from storygpt.plot import X_AXES, MetricsError, plot_curves, run_curve
+    from storygpt.plot import X_AXES, MetricsError, labels_for, plot_curves, run_curve
 
     axes = [a.strip() for a in args.x.split(",") if a.strip()]
     bad = [a for a in axes if a not in X_AXES]

@@ -145,6 +145,14 @@ def run_curve(run_dir: str | os.PathLike, label: str | None = None) -> Curve:
     return eval_curve(read_metrics(path), label or run_dir.name)
 
 
+def labels_for(folders: Sequence[str | os.PathLike]) -> list[str]:
+    """A curve label per run folder: its name, or parent/name where two runs share a name (same tokenizer,
+    two corpora).  Paths are resolved first, so ``.`` and ``run/..`` give the real names."""
+    folders = [Path(f).resolve() for f in folders]
+    names = [f.name for f in folders]
+    return [f"{f.parent.name}/{n}" if names.count(n) > 1 else n for f, n in zip(folders, names, strict=True)]
+
+
 def _canvas():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

@@ -5,9 +5,10 @@ and ``CORPORA``; importing this module points ``TIKTOKEN_CACHE_DIR`` at ``CACHE`
 tiktoken never downloads.  Skip marks: ``needs_cache``, ``needs_corpora``, ``needs_cpp``, each with a reason
 that names what is missing.
 
-Tools: :func:`load_tool` loads a top-level tool (``data.py``, ``pretrain.py``, ...) from its file, so a test
-calls its ``main()`` in-process without putting the repository on ``sys.path``; tests of what only a whole
-process shows (signals, exit status of ``python tool.py``) run it with :data:`sys.executable`.
+Tools: :func:`run_tool` runs a top-level tool (``data.py``, ``pretrain.py``, ...) the way a user does,
+``python TOOL.py ARGS`` in a subprocess, and returns its exit status and output; ``fault=NAME`` runs it
+through ``tests/tool_faults.py``, which first applies one named fault (Ctrl-C, a full disk, ...) inside
+that process.  :func:`tool_parser` reads a tool's argument parser (help texts, defaults) in a subprocess.
 
 Fixtures: ``one_torch_thread`` (tiny models run fastest on one torch thread, far faster than on two when the
 machine is busy; a module that trains or runs models asks for it with
@@ -22,9 +23,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
+import subprocess
 import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -60,19 +64,65 @@ needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora
 needs_cpp = pytest.mark.skipif(not HAVE_CPP, reason="storygpt._bpe (the C++ core) is not built")
 
 
+def run_tool(
+    name: str, *argv, cwd=None, env: dict | None = None, fault: str | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """``python REPO/NAME.py ARGV...`` in a subprocess (text mode, stdout and stderr captured).
+
+    ``argv`` items are turned into strings; ``cwd`` is the working folder (default: this process's);
+    ``env`` adds to or replaces variables of this process's environment (``OMP_NUM_THREADS`` is 1 unless
+    given: the tests' models are tiny and the machine is shared).  ``fault="NAME[:ARG]"`` runs the tool
+    through ``tests/tool_faults.py``, which applies the fault ``NAME`` first.  The exit status is not
+    checked: tests assert ``returncode`` themselves.
+    """
+    tool = str(REPO / f"{name}.py")
+    cmd = [sys.executable, tool, *map(str, argv)]
+    if fault is not None:
+        cmd = [sys.executable, str(REPO / "tests" / "tool_faults.py"), fault, tool, *map(str, argv)]
+    full_env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
 @functools.cache
 def load_tool(name: str) -> types.ModuleType:
-    """The tool ``REPO/<name>.py`` as a module (one per test session), loaded from its file.
-
-    Registered in ``sys.modules`` as ``_tool_<name>`` (dataclasses look their module up there);
-    ``sys.path`` is left alone.
-    """
+    """The tool ``REPO/<name>.py`` as a module (being replaced by :func:`run_tool`)."""
     module_name = f"_tool_{name}"
     spec = importlib.util.spec_from_file_location(module_name, REPO / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_tools(name: str, argvs: list, **kwargs) -> list[subprocess.CompletedProcess]:
+    """:func:`run_tool` ``name`` once per argument list in ``argvs``, as many at a time as there are CPU cores
+    (the tests run on one); the finished processes in the order of ``argvs``."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda argv: run_tool(name, *argv, **kwargs), argvs))
+
+
+PARSER_DUMP = """
+import argparse, json, runpy, sys
+parser = runpy.run_path(sys.argv[1], run_name="tool_parser")["build_parser"]()
+actions = []
+for a in parser._actions:
+    own = None
+    if a.option_strings and a.help is not None:
+        own = parser.formatter_class("x")._get_help_string(a) % {**vars(a), "prog": "x"}
+    has_default = a.default not in (None, False, "", argparse.SUPPRESS)
+    actions.append({"flags": a.option_strings, "help": a.help, "own_help": own, "has_default": has_default})
+print(json.dumps({"help": parser.format_help(), "actions": actions}, default=str))
+"""
+
+
+def tool_parser(name: str) -> dict:
+    """What ``REPO/NAME.py``'s ``build_parser()`` holds, read in a subprocess: ``help`` (the --help text) and
+    ``actions``: per argument ``flags``, ``help`` (as given), ``own_help`` (the help line with the default the
+    formatter adds, None for positionals and hidden flags) and ``has_default``."""
+    done = subprocess.run(
+        [sys.executable, "-c", PARSER_DUMP, str(REPO / f"{name}.py")], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
 
 
 def one_error_line(err: str, tool: str) -> str:
@@ -126,16 +176,15 @@ def tiny_run(tmp_path_factory) -> dict[str, Path]:
     """``root/tiny.txt`` (``src``) prepared by data.py into ``root/data/tiny`` (``corpus``: bpe-300 and word-60
     token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``).
     """
-    torch = pytest.importorskip("torch")
-    data_cli, pretrain = load_tool("data"), load_tool("pretrain")
+    pytest.importorskip("torch")
     root = tmp_path_factory.mktemp("tiny_run")
     src = root / "tiny.txt"
     src.write_text(corpus_text(), encoding="utf-8")
     common = ["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--threads", "1"]
-    assert data_cli.main([*common, "--bpe", "--vocab-size", "300"]) == 0
-    assert data_cli.main([*common, "--vocab-size", "60"]) == 0
+    for kind in (["--bpe", "--vocab-size", "300"], ["--vocab-size", "60"]):
+        done = run_tool("data", *common, *kind)
+        assert done.returncode == 0, done.stderr
     corpus = root / "data" / "tiny"
-    threads = torch.get_num_threads()
-    pretrain.main(tiny_argv(corpus, root / "ck", "--max-steps", "2"))
-    torch.set_num_threads(threads)
+    done = run_tool("pretrain", *tiny_argv(corpus, root / "ck", "--max-steps", "2"))
+    assert done.returncode == 0, done.stderr
     return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"}

@@ -14,7 +14,7 @@ import math
 import random
 
 import pytest
-from conftest import REPO, load_tool, one_error_line
+from conftest import one_error_line, run_tool, run_tools
 
 torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
@@ -318,9 +318,6 @@ def test_bad_model_output_is_reported():
 # --------------------------------------------------------------------------
 # bits.py with real checkpoints (tokenizers, GPT and checkpoint loading)
 # --------------------------------------------------------------------------
-bits = load_tool("bits")
-
-
 def story_docs(n, seed):
     """Little stories with several lines each (so the word tokenizer cannot round-trip them)."""
     rng = random.Random(seed)
@@ -398,17 +395,17 @@ def corpus(tmp_path_factory):
     return dict(root=root, data_dir=data_dir, train=train, valid=valid, runs=runs)
 
 
-def run_bits(capsys, *argv):
-    rc = bits.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
+def run_bits(*argv):
+    """``python bits.py ARGV``: its exit status, stdout and stderr."""
+    done = run_tool("bits", *argv)
+    return done.returncode, done.stdout, done.stderr
 
 
-def test_cli_equals_a_direct_computation(corpus, capsys):
+def test_cli_equals_a_direct_computation(corpus):
     from storygpt import load_checkpoint
 
     rc, out, err = run_bits(
-        capsys, corpus["runs"]["word"], corpus["runs"]["bpe"], "--json", "--device", "cpu", "--batch-size", "3"
+        corpus["runs"]["word"], corpus["runs"]["bpe"], "--json", "--device", "cpu", "--batch-size", "3"
     )
     assert rc == 0, err
     report = json.loads(out)
@@ -435,11 +432,11 @@ def test_cli_equals_a_direct_computation(corpus, capsys):
     assert rows["word-run"]["round_trip_share"] < 1.0
 
 
-def test_cli_uniform_model_gives_log2_vocab(corpus, capsys, tmp_path):
+def test_cli_uniform_model_gives_log2_vocab(corpus, tmp_path):
     ck = make_run(
         tmp_path / "uniform-bpe", "bpe", corpus["data_dir"], "stories", corpus["train"], steps=0, zero_head=True
     )
-    rc, out, err = run_bits(capsys, ck, "--json", "--device", "cpu", "--chars", 200)
+    rc, out, err = run_bits(ck, "--json", "--device", "cpu", "--chars", 200)
     assert rc == 0, err
     row = json.loads(out)["results"][0]
     assert row["characters"] in (199, 200)
@@ -448,8 +445,8 @@ def test_cli_uniform_model_gives_log2_vocab(corpus, capsys, tmp_path):
     )
 
 
-def test_cli_table_and_caveat(corpus, capsys):
-    rc, out, err = run_bits(capsys, corpus["runs"]["word"].parent, corpus["runs"]["bpe"], "--device", "cpu")
+def test_cli_table_and_caveat(corpus):
+    rc, out, err = run_bits(corpus["runs"]["word"].parent, corpus["runs"]["bpe"], "--device", "cpu")
     assert rc == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("text: ") and "valid.txt" in lines[0]
@@ -459,52 +456,45 @@ def test_cli_table_and_caveat(corpus, capsys):
     assert "does not have to predict" in out  # the word-level caveat
 
 
-def test_cli_refuses_mismatched_corpora_unless_text_given(corpus, capsys, tmp_path):
+def test_cli_refuses_mismatched_corpora_unless_text_given(corpus, tmp_path):
     other = tmp_path / "data" / "other"
     other.mkdir(parents=True)
     write_docs(other / "valid.txt", story_docs(3, 99))
     ck = make_run(tmp_path / "other-bpe", "bpe", other, "other", corpus["train"], steps=0)
-    rc, out, err = run_bits(capsys, corpus["runs"]["bpe"], ck, "--device", "cpu")
+    rc, out, err = run_bits(corpus["runs"]["bpe"], ck, "--device", "cpu")
     assert rc == 2
     assert "different corpora" in err and "'stories'" in err and "'other'" in err and "--text" in err
     text = tmp_path / "mine.txt"
     write_docs(text, story_docs(2, 5))
-    rc, out, err = run_bits(capsys, corpus["runs"]["bpe"], ck, "--device", "cpu", "--text", text, "--json")
+    rc, out, err = run_bits(corpus["runs"]["bpe"], ck, "--device", "cpu", "--text", text, "--json")
     assert rc == 0, err
     rep = json.loads(out)
     assert [r["characters"] for r in rep["results"]] == [rep["characters"]] * 2
 
 
-def test_cli_bad_paths(corpus, capsys, tmp_path):
-    rc, _, err = run_bits(capsys, tmp_path / "nope.pt")
-    assert rc == 2 and "nope.pt" in err
-    rc, _, err = run_bits(capsys, tmp_path)  # a folder without checkpoints
-    assert rc == 2 and "no best.pt or ckpt.pt" in err
-    rc, _, err = run_bits(capsys, corpus["runs"]["bpe"], "--text", tmp_path / "missing.txt")
-    assert rc == 2 and "missing.txt" in err
+def test_cli_bad_paths(corpus, tmp_path):
+    empty = tmp_path / "empty"  # a folder without checkpoints
+    empty.mkdir()
     broken = tmp_path / "broken" / "best.pt"
     broken.parent.mkdir()
     broken.write_bytes(b"not a checkpoint")
-    rc, _, err = run_bits(capsys, broken, "--device", "cpu")
-    assert rc == 2 and "broken" in err
     # a checkpoint whose validation split has gone
     gone = tmp_path / "gone"
     gone.mkdir()
     ck = make_run(tmp_path / "gone-run", "word", gone, "gone", corpus["train"], steps=0)
-    rc, _, err = run_bits(capsys, ck, "--device", "cpu")
-    assert rc == 2 and "valid.txt" in err and "--text" in err
+    cases = [
+        ([tmp_path / "nope.pt"], ["nope.pt"]),
+        ([empty], ["no best.pt or ckpt.pt"]),
+        ([corpus["runs"]["bpe"], "--text", tmp_path / "missing.txt"], ["missing.txt"]),
+        ([broken, "--device", "cpu"], ["broken"]),
+        ([ck, "--device", "cpu"], ["valid.txt", "--text"]),
+    ]
+    for (argv, words), done in zip(cases, run_tools("bits", [argv for argv, _ in cases])):
+        assert done.returncode == 2 and all(w in done.stderr for w in words), (argv, done.stderr)
 
 
 def test_cli_progress_lines_when_stderr_is_not_a_terminal(corpus):
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, str(REPO / "bits.py"), str(corpus["runs"]["bpe"]), "--device", "cpu", "--batch-size", "1"],
-        capture_output=True,
-        text=True,
-        cwd=corpus["root"],
-    )
+    out = run_tool("bits", corpus["runs"]["bpe"], "--device", "cpu", "--batch-size", "1", cwd=corpus["root"])
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
     assert lines[0] == "bits.py: bpe-run: measuring"
@@ -516,40 +506,41 @@ def test_cli_progress_lines_when_stderr_is_not_a_terminal(corpus):
 # --------------------------------------------------------------------------
 # bits.py: bad input (on ``tiny_run``, tests/conftest.py: a corpus data.py prepared, a 2-step pretrain.py run)
 # --------------------------------------------------------------------------
-def test_bits_ctrl_c(tiny_run, capsys, monkeypatch):
+def test_bits_ctrl_c(tiny_run):
     # before: a KeyboardInterrupt traceback
-    def boom(*a, **kw):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr("storygpt.evaluate.evaluate_bits", boom)
-    assert bits.main([str(tiny_run["ckpt"]), "--no-progress"]) == 130
-    err = capsys.readouterr().err
+    done = run_tool("bits", tiny_run["ckpt"], "--no-progress", fault="ctrl_c_while_measuring")
+    assert done.returncode == 130
+    err = done.stderr
     assert "Traceback" not in err and "bits.py: interrupted" in err
 
 
-def test_bits_bad_device(tiny_run, capsys):
+def test_bits_bad_device(tiny_run):
     # before: a RuntimeError traceback from model.to("banana")
-    assert bits.main([str(tiny_run["ckpt"]), "--device", "banana", "--no-progress"]) == 2
-    assert "--device 'banana'" in one_error_line(capsys.readouterr().err, "bits.py")
+    rc, _, err = run_bits(tiny_run["ckpt"], "--device", "banana", "--no-progress")
+    assert rc == 2
+    assert "--device 'banana'" in one_error_line(err, "bits.py")
 
 
-def test_bits_same_checkpoint_twice_is_measured_once(tiny_run, capsys):
+def test_bits_same_checkpoint_twice_is_measured_once(tiny_run):
     # before: AttributeError: 'NoneType' object has no attribute 'to'
     alias = tiny_run["ckpt"].parent / ".." / tiny_run["ckpt"].parent.name / "ckpt.pt"
-    assert bits.main([str(tiny_run["ckpt"]), str(alias), "--no-progress", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    rc, out, err = run_bits(tiny_run["ckpt"], alias, "--no-progress", "--json")
+    assert rc == 0, err
+    out = json.loads(out)
     assert len(out["results"]) == 1 and out["results"][0]["bits_per_character"] > 0
 
 
-def test_bits_text_is_a_folder(tiny_run, capsys):
+def test_bits_text_is_a_folder(tiny_run):
     # before: "--text file not found" for a folder that exists
-    assert bits.main([str(tiny_run["ckpt"]), "--text", str(tiny_run["root"]), "--no-progress"]) == 2
-    assert "is a folder" in one_error_line(capsys.readouterr().err, "bits.py")
+    rc, _, err = run_bits(tiny_run["ckpt"], "--text", tiny_run["root"], "--no-progress")
+    assert rc == 2
+    assert "is a folder" in one_error_line(err, "bits.py")
 
 
-def test_bits_text_file_given_as_checkpoint(tiny_run, capsys):
+def test_bits_text_file_given_as_checkpoint(tiny_run):
     # before: "cannot read checkpoint (corrupt or truncated file?): UnpicklingError: Weights only load
     # failed ... Re-running torch.load with weights_only set to False" (advice not to follow)
-    assert bits.main([str(tiny_run["src"])]) == 2
-    msg = one_error_line(capsys.readouterr().err, "bits.py")
+    rc, _, err = run_bits(tiny_run["src"])
+    assert rc == 2
+    msg = one_error_line(err, "bits.py")
     assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg

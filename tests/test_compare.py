@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, load_tool
+from conftest import REPO, load_tool, run_tool
 
 pytest.importorskip("matplotlib")
 
@@ -325,7 +325,7 @@ def test_a_failing_tool_is_one_line(layout, monkeypatch, capsys):
     assert "data.py failed for byte (exit 1): data.py: error: corpus.txt: not UTF-8 (log: " in err
 
 
-def test_bits_json_file(tmp_path, capsys):
+def test_bits_json_file(tmp_path):
     """bits.py --json FILE writes the per-model rows and still prints the table."""
     kit.real_pieces()
     data_dir = tmp_path / "data" / "stories"
@@ -333,11 +333,10 @@ def test_bits_json_file(tmp_path, capsys):
     train = kit.story_docs(30, 1)
     kit.write_docs(data_dir / "valid.txt", kit.story_docs(3, 2))
     ck = kit.make_run(tmp_path / "bpe-run", "bpe", data_dir, "stories", train, steps=2)
-    bits = load_tool("bits")
     out_file = tmp_path / "out" / "bits.json"
-    rc = bits.main([str(ck), "--json", str(out_file), "--device", "cpu", "--chars", "300", "--no-progress"])
-    out = capsys.readouterr().out
-    assert rc == 0 and "bits/char" in out  # the table is printed too
+    done = run_tool("bits", ck, "--json", out_file, "--device", "cpu", "--chars", "300", "--no-progress")
+    out = done.stdout
+    assert done.returncode == 0 and "bits/char" in out, done.stderr  # the table is printed too
     doc = json.loads(out_file.read_text())
     assert doc["characters"] == 300
     (row,) = doc["results"]
@@ -346,9 +345,9 @@ def test_bits_json_file(tmp_path, capsys):
         assert key in row
     assert row["characters_per_token"] == pytest.approx(300 / row["tokens"])
     assert f"{row['bits_per_character']:.4f}" in out
-    rc = bits.main(["--json", str(ck), str(ck)])
-    err = capsys.readouterr().err
-    assert rc == 2 and "not a JSON file name" in err and err.count("\n") == 1
+    done = run_tool("bits", "--json", ck, ck)
+    err = done.stderr
+    assert done.returncode == 2 and "not a JSON file name" in err and err.count("\n") == 1
 
 
 # ------------------------------------------------------------------ the real pipeline

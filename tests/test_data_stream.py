@@ -4,6 +4,7 @@ progress bars, --tinystories-dir, token-file checksums, bad input mid-stream, pe
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import struct
 import subprocess
@@ -14,18 +15,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_tool
 
-from storygpt.data import binfile, corpora, docstream, streamsplit
+from storygpt.data import binfile, corpora, streamsplit
 from storygpt.data.binfile import HEADER_SIZE, read_tokens
 from storygpt.data.docstream import DocumentFile, iter_documents, iter_stories
 from storygpt.data.wordcount import WordCounter, train_word_tokenizer
 from storygpt.tokenizers.base import EOT
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import data as data_cli  # noqa: E402
 
-sys.path.remove(str(ROOT))
+
+def data_py(*argv, **kwargs):
+    """``python data.py ARGV`` (conftest.run_tool): the finished process."""
+    return run_tool("data", *argv, **kwargs)
 
 
 def _sha(data: bytes) -> str:
@@ -214,15 +217,15 @@ def _pinned_docs(tmp_path) -> list[str]:
 # ---------------------------------------------------------------- data.py, streamed, gives the same files
 
 
-def test_streaming_data_py_writes_the_same_files_as_the_in_memory_one(tmp_path, capsys):
+def test_streaming_data_py_writes_the_same_files_as_the_in_memory_one(tmp_path):
     src = tmp_path / "pinned.txt"
     src.write_bytes(pinned_corpus_bytes())
     out = tmp_path / "out"
     base = ["--train-file", str(src), "--out", str(out), "--quiet", "--threads", "1"]
-    with pytest.warns(UserWarning, match="BPE training stopped at vocab_size 370"):
-        assert data_cli.main([*base, "--bpe", "--vocab-size", "400"]) == 0
-    assert data_cli.main([*base, "--vocab-size", "120"]) == 0
-    capsys.readouterr()
+    done = data_py(*base, "--bpe", "--vocab-size", "400")
+    assert done.returncode == 0, done.stderr
+    assert "data.py: warning: BPE training stopped at vocab_size 370" in done.stderr
+    assert data_py(*base, "--vocab-size", "120").returncode == 0
     folder = out / "pinned"
     for name, digest in PINNED.items():
         raw = (folder / name).read_bytes()
@@ -270,7 +273,7 @@ def test_pretrain_refuses_a_corrupt_token_file_naming_it(tmp_path):
 
     src = tmp_path / "pinned.txt"
     src.write_bytes(pinned_corpus_bytes())
-    assert data_cli.main(["--train-file", str(src), "--out", str(tmp_path), "--quiet", "--vocab-size", "120"]) == 0
+    assert data_py("--train-file", src, "--out", tmp_path, "--quiet", "--vocab-size", "120").returncode == 0
     folder = tmp_path / "pinned"
     path = folder / "train-word-120.bin"
     raw = bytearray(path.read_bytes())
@@ -283,26 +286,6 @@ def test_pretrain_refuses_a_corrupt_token_file_naming_it(tmp_path):
 # ---------------------------------------------------------------- progress bars
 
 
-class _Bar:
-    made: list[_Bar] = []
-
-    def __init__(self, total=None, desc=None, unit=None, disable=False, **kw):
-        self.total, self.desc, self.unit, self.disable, self.n = total, desc, unit, disable, 0
-        _Bar.made.append(self)
-
-    def update(self, k=1):
-        self.n += k
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def _random_words_corpus(path: Path, n_docs: int = 120) -> None:
     rng = random.Random(5)
     vocab = ["".join(rng.choice("abcdefghijklmnoprstuvwy") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
@@ -311,18 +294,15 @@ def _random_words_corpus(path: Path, n_docs: int = 120) -> None:
 
 
 @pytest.mark.parametrize("kind", ["bpe", "word"])
-def test_every_stage_shows_a_byte_progress_bar(tmp_path, monkeypatch, capsys, kind):
-    from storygpt.data import progress
-
-    _Bar.made = []
-    monkeypatch.setattr(progress, "tqdm", _Bar)
+def test_every_stage_shows_a_byte_progress_bar(tmp_path, kind):
     src = tmp_path / "words.txt"
     _random_words_corpus(src)
     vocab = "900" if kind == "bpe" else "500"
     args = ["--train-file", str(src), "--out", str(tmp_path), "--threads", "1", "--vocab-size", vocab]
-    assert data_cli.main([*args, "--bpe"] if kind == "bpe" else args) == 0
-    capsys.readouterr()
-    bars = {b.desc: b for b in _Bar.made}
+    made = tmp_path / "bars.jsonl"  # the bars data.py made (tests/tool_faults.py)
+    done = data_py(*([*args, "--bpe"] if kind == "bpe" else args), fault=f"record_progress_bars:{made}")
+    assert done.returncode == 0, done.stderr
+    bars = {b["desc"]: b for b in map(json.loads, made.read_text().splitlines())}
     folder = tmp_path / "words"
     sizes = {n: (folder / n).stat().st_size for n in ("train.txt", "valid.txt")}
     count = "count chunks train.txt" if kind == "bpe" else "count words train.txt"
@@ -335,19 +315,20 @@ def test_every_stage_shows_a_byte_progress_bar(tmp_path, monkeypatch, capsys, ki
     }
     for desc, total in want.items():
         b = bars[desc]
-        assert (b.unit, b.total, b.n, b.disable) == ("B", total, total, False), desc
+        assert (b["unit"], b["total"], b["n"], b["disable"]) == ("B", total, total, False), desc
     if kind == "bpe":  # the trainer's own callback: merges, reported every 256
         merges = bars["learn merges train.txt"]
-        assert merges.unit == "merge" and merges.total == 900 - 258 and merges.n >= 512
-    _Bar.made = []
-    assert data_cli.main([*args, "--quiet", "--name", "q"]) == 0
-    assert _Bar.made and all(b.disable for b in _Bar.made)  # --quiet: bars that print nothing
+        assert merges["unit"] == "merge" and merges["total"] == 900 - 258 and merges["n"] >= 512
+    done = data_py(*args, "--quiet", "--name", "q", fault=f"record_progress_bars:{made}")
+    assert done.returncode == 0, done.stderr
+    quiet = [json.loads(line) for line in made.read_text().splitlines()]
+    assert quiet and all(b["disable"] for b in quiet)  # --quiet: bars that print nothing
 
 
 # ---------------------------------------------------------------- --tinystories-dir
 
 
-def test_tinystories_dir_uses_the_local_copy(tmp_path, capsys):
+def test_tinystories_dir_uses_the_local_copy(tmp_path):
     local = tmp_path / "ts"
     local.mkdir()
     train = ["Once upon a time, a cat sat.", "Tom had a red ball.\nHe was happy.", "Sue ran to the park."]
@@ -359,42 +340,23 @@ def test_tinystories_dir_uses_the_local_copy(tmp_path, capsys):
         "<|endoftext|>".join(valid) + "\n", encoding="utf-8"
     )  # the separator inside a line also separates
     out = tmp_path / "out"
-    assert data_cli.main(["--tinystories-dir", str(local), "--out", str(out), "--quiet", "--vocab-size", "40"]) == 0
-    cap = capsys.readouterr()
+    cap = data_py("--tinystories-dir", local, "--out", out, "--quiet", "--vocab-size", "40")
+    assert cap.returncode == 0, cap.stderr
     folder = out / "tinystories"
     assert corpora.read_documents(folder / "train.txt") == train
     assert corpora.read_documents(folder / "valid.txt") == valid
     assert not (out / "downloads").exists()  # no download, no cache
-    assert "TinyStoriesV2-GPT4-train.txt" in cap.out
+    assert "TinyStoriesV2-GPT4-train.txt" in cap.stdout
     (local / "TinyStoriesV2-GPT4-valid.txt").unlink()
-    assert data_cli.main(["--tinystories-dir", str(local), "--out", str(out), "--quiet"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
+    done = data_py("--tinystories-dir", local, "--out", out, "--quiet")
+    assert done.returncode == 1
+    err = done.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("data.py: error: --tinystories-dir ")
     assert "no TinyStoriesV2-GPT4-valid.txt in it" in err[0]
-    assert data_cli.main(["--tinystories-dir", str(local), "--train-file", "x.txt", "--quiet"]) == 2
+    assert data_py("--tinystories-dir", local, "--train-file", "x.txt", "--quiet").returncode == 2
 
 
 # ---------------------------------------------------------------- bad input mid-stream
-
-
-class _FailingFile:
-    """A file whose reads return 64 bytes, then fail with EIO after ``ok_reads`` reads."""
-
-    def __init__(self, path, ok_reads):
-        self.f = open(path, "rb")
-        self.left = ok_reads
-
-    def read(self, n):
-        if self.left == 0:
-            raise OSError(5, "Input/output error")
-        self.left -= 1
-        return self.f.read(min(n, 64))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
 
 
 def _one_error(err: str) -> str:
@@ -404,59 +366,51 @@ def _one_error(err: str) -> str:
 
 
 @pytest.mark.parametrize("fail_on_open", [1, 2])  # the split pass, the writing pass
-def test_unreadable_file_mid_stream_leaves_nothing(tmp_path, monkeypatch, capsys, fail_on_open):
+def test_unreadable_file_mid_stream_leaves_nothing(tmp_path, fail_on_open):
     src = tmp_path / "src.txt"
     src.write_bytes(pinned_corpus_bytes())
     out = tmp_path / "out"
     args = ["--train-file", str(src), "--out", str(out), "--quiet", "--vocab-size", "120"]
-    assert data_cli.main(args) == 0  # a complete earlier run
+    assert data_py(*args).returncode == 0  # a complete earlier run
     before = {p.name: p.read_bytes() for p in (out / "src").iterdir()}
-    opened = []
-    real = docstream._open_binary
-
-    def opener(path):
-        opened.append(path)
-        return _FailingFile(path, 10) if len(opened) == fail_on_open else real(path)
-
-    monkeypatch.setattr(docstream, "_open_binary", opener)
-    capsys.readouterr()
-    assert data_cli.main(args) == 1
-    msg = _one_error(capsys.readouterr().err)
+    done = data_py(*args, fault=f"read_fails_on_open:{fail_on_open}")  # tests/tool_faults.py
+    assert done.returncode == 1
+    msg = _one_error(done.stderr)
     assert msg == f"data.py: error: {src}: read failed at byte offset 640: Input/output error"
     assert {p.name: p.read_bytes() for p in (out / "src").iterdir()} == before  # untouched, no temporary files
 
 
-def test_non_utf8_mid_stream_names_the_file_and_leaves_nothing(tmp_path, capsys):
+def test_non_utf8_mid_stream_names_the_file_and_leaves_nothing(tmp_path):
     src = tmp_path / "bad.txt"
     good = b"a fine line of text\n<|endoftext|>\n" * 40_000  # 1.4 MB: the bad byte is in the second block
     src.write_bytes(good + b"caf\xe9\n")
     out = tmp_path / "out"
-    assert data_cli.main(["--bpe", "--train-file", str(src), "--out", str(out), "--quiet"]) == 1
-    msg = _one_error(capsys.readouterr().err)
+    done = data_py("--bpe", "--train-file", src, "--out", out, "--quiet")
+    assert done.returncode == 1
+    msg = _one_error(done.stderr)
     assert msg.startswith(f"data.py: error: {src}: not UTF-8 text: invalid byte sequence")
     assert f"at byte offset {len(good) + 3} " in msg
     assert not out.exists() or not any(out.rglob("*"))
 
 
-def test_bad_valid_file_found_while_writing_leaves_nothing(tmp_path, capsys):
+def test_bad_valid_file_found_while_writing_leaves_nothing(tmp_path):
     """With --valid-file nothing is read before the writing pass; a bad byte there drops both files."""
     train, valid = tmp_path / "t.txt", tmp_path / "v.txt"
     corpora.write_documents(train, ["one story here", "and another one"])
     valid.write_bytes(b"fine\n<|endoftext|>\n\xff\n")
     out = tmp_path / "out"
-    assert data_cli.main(["--train-file", str(train), "--valid-file", str(valid), "--out", str(out), "--quiet"]) == 1
-    assert "v.txt: not UTF-8 text" in _one_error(capsys.readouterr().err)
+    done = data_py("--train-file", train, "--valid-file", valid, "--out", out, "--quiet")
+    assert done.returncode == 1
+    assert "v.txt: not UTF-8 text" in _one_error(done.stderr)
     assert sorted(p.name for p in (out / "t").iterdir()) == []
 
 
 # ---------------------------------------------------------------- peak memory (slow)
 
 _PEAK = """
-import resource, sys
-sys.path.insert(0, {root!r})
-import data
-rc = data.main({argv!r})
-print("PEAK_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "RC", rc)
+import resource, subprocess, sys
+rc = subprocess.call([sys.executable, *sys.argv[1:]])
+print("PEAK_KB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "RC", rc)
 """
 
 
@@ -475,7 +429,7 @@ def test_peak_memory_on_a_200_mb_corpus_is_bounded(tmp_path_factory, kind):
     out = tmp_path_factory.mktemp("peak")
     argv = ["--train-file", str(big), "--out", str(out), "--quiet"] + (["--bpe"] if kind == "bpe" else [])
     proc = subprocess.run(
-        [sys.executable, "-c", _PEAK.format(root=str(ROOT), argv=argv)], capture_output=True, text=True, timeout=1800
+        [sys.executable, "-c", _PEAK, str(ROOT / "data.py"), *argv], capture_output=True, text=True, timeout=1800
     )
     line = [x for x in proc.stdout.splitlines() if x.startswith("PEAK_KB")]
     assert line and line[0].endswith("RC 0"), proc.stderr[-2000:]
@@ -495,8 +449,8 @@ def test_verify_checks_token_files_against_the_documents(tmp_path, capsys):
     src = tmp_path / "pinned.txt"
     src.write_bytes(pinned_corpus_bytes())
     base = ["--train-file", str(src), "--out", str(tmp_path), "--quiet", "--threads", "1"]
-    assert data_cli.main([*base, "--bpe", "--vocab-size", "300"]) == 0
-    assert data_cli.main([*base, "--vocab-size", "120"]) == 0
+    assert data_py(*base, "--bpe", "--vocab-size", "300").returncode == 0
+    assert data_py(*base, "--vocab-size", "120").returncode == 0
     folder = tmp_path / "pinned"
     bpe = verify.check_split(folder, "bpe-300", "train")
     assert bpe == {"documents": 36, "checked": 36, "tokens": read_tokens(folder / "train-bpe-300.bin").size,

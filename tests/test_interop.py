@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CACHE, SHARED, load_tool
+from conftest import CACHE, SHARED, run_tool
 
 from storygpt.tokenizers import EOT, BPETokenizer, HFTokenizer, InteropError, merges_from_ranks, parse_spec
 from storygpt.tokenizers.interop import from_hf
@@ -248,8 +248,7 @@ def test_short_training_warns_with_the_size_reached():
         BPETokenizer.train("abcabc abd", 1000)
 
 
-def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path, capsys):
-    data = load_tool("data")
+def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path):
     for argv, words in [
         (["--tokenizer", "bpf:3"], "unknown tokenizer SPEC 'bpf:3'"),
         (["--tokenizer", f"hf:{tmp_path / 'nope.json'}"], "no such file"),
@@ -257,8 +256,9 @@ def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path, capsys):
         (["--bpe", "--tokenizer", "word"], "either --bpe or --tokenizer"),
         (["--min-frequency", "0"], "--min-frequency must be at least 1"),
     ]:
-        assert data.main([*argv, "--out", str(tmp_path)]) == 2
-        err = capsys.readouterr().err.strip()
+        done = run_tool("data", *argv, "--out", tmp_path)
+        assert done.returncode == 2
+        err = done.stderr.strip()
         assert err.startswith("data.py: error: ") and "\n" not in err and words in err, err
     assert parse_spec("tiktoken:o200k_base").slug == "tiktoken-o200k_base"
 

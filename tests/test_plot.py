@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import load_tool
+from conftest import run_tool
 
 pytest.importorskip("matplotlib")
 
@@ -145,19 +145,18 @@ def test_write_loss_png(tmp_path):
     assert plot.write_loss_png(fresh) is None and not (fresh / "loss.png").exists()
 
 
-def test_plot_cli(tmp_path, capsys, monkeypatch):
-    tool = load_tool("plot")
+def test_plot_cli(tmp_path):
     a = write_run(tmp_path / "shakespeare" / "rope-bpe-512", [3.0, 2.5])
     b = write_run(tmp_path / "tiny" / "rope-bpe-512", [3.2, 2.7], flops_per_step=3e9)
     out = tmp_path / "both.png"
-    assert tool.main([str(a), str(b / "metrics.jsonl"), "--out", str(out)]) == 0
-    assert f"wrote {out}" in capsys.readouterr().out
+    done = run_tool("plot", a, b / "metrics.jsonl", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out}" in done.stdout
     assert_png(out)
-    assert tool.labels_for([a, b]) == ["shakespeare/rope-bpe-512", "tiny/rope-bpe-512"]
-    assert tool.main([str(a)]) == 0  # one run: its loss.png
+    assert plot.labels_for([a, b]) == ["shakespeare/rope-bpe-512", "tiny/rope-bpe-512"]
+    assert run_tool("plot", a).returncode == 0  # one run: its loss.png
     assert_png(a / "loss.png")
-    monkeypatch.chdir(tmp_path)
-    assert tool.main([str(a), str(b), "--x", "chars"]) == 0
+    assert run_tool("plot", a, b, "--x", "chars", cwd=tmp_path).returncode == 0
     assert_png(tmp_path / "runs.png")
 
 
@@ -176,9 +175,9 @@ def test_plot_cli(tmp_path, capsys, monkeypatch):
         ),
     ],
 )
-def test_plot_cli_errors_are_one_line(tmp_path, capsys, make, argv, message):
+def test_plot_cli_errors_are_one_line(tmp_path, make, argv, message):
     make(tmp_path)
-    rc = load_tool("plot").main([a.format(t=tmp_path) for a in argv])
-    err = capsys.readouterr().err
-    assert rc == 2
+    done = run_tool("plot", *[a.format(t=tmp_path) for a in argv])
+    err = done.stderr
+    assert done.returncode == 2
     assert err.startswith("plot.py: error: ") and err.count("\n") == 1 and message in err

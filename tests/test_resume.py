@@ -8,7 +8,6 @@ Also: the lock file, a full disk, a malformed stored tokenizer, budgets in FLOPs
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import signal
@@ -20,14 +19,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import BPE300, REPO, TINY_MODEL, load_tool, tiny_argv
-from test_pretrain import TINY_FLAGS, make_corpus
+from conftest import BPE300, REPO, TINY_MODEL, one_error_line, run_tool, tiny_argv
+from test_pretrain import TINY_FLAGS, assert_error, make_corpus, refused, trained
 
-from storygpt import train as T
-from storygpt.atomic import atomic_write
 from storygpt.checkpoint import read_checkpoint
-
-pretrain = load_tool("pretrain")
 
 FLAGS = [*TINY_FLAGS, "--dropout", "0.1", "--max-steps", "12", "--eval-interval", "4"]
 
@@ -41,18 +36,20 @@ def corpus(tmp_path_factory):
 def reference(corpus, tmp_path_factory):
     """The uninterrupted run."""
     out = tmp_path_factory.mktemp("ref")
-    pretrain.main(["--data", str(corpus), "--run-dir", str(out), *FLAGS])
+    train(corpus, out)
     return out
 
 
-def train(corpus, run_dir, *extra, hook=None, monkeypatch=None):
-    if hook is not None:
-        monkeypatch.setenv("STORYGPT_TEST_HOOK", hook)
-    try:
-        return pretrain.main(["--data", str(corpus), "--run-dir", str(run_dir), *FLAGS, *extra])
-    finally:
-        if monkeypatch is not None:
-            monkeypatch.delenv("STORYGPT_TEST_HOOK", raising=False)
+def train_process(corpus, run_dir, *extra, hook=None, fault=None):
+    """``python pretrain.py`` on ``corpus`` into ``run_dir`` with :data:`FLAGS` and ``extra``, the interrupt
+    ``hook`` in STORYGPT_TEST_HOOK and the ``fault`` of tests/tool_faults.py: the finished process."""
+    env = {"STORYGPT_TEST_HOOK": hook} if hook is not None else None
+    return run_tool("pretrain", "--data", corpus, "--run-dir", run_dir, *FLAGS, *extra, env=env, fault=fault)
+
+
+def train(corpus, run_dir, *extra) -> dict:
+    """:func:`train_process`, which must succeed: the run's summary.json (test_pretrain.trained)."""
+    return trained("--data", corpus, "--run-dir", run_dir, *FLAGS, *extra)
 
 
 def without_elapsed(rows):
@@ -89,12 +86,11 @@ def assert_identical(a: Path, b: Path):
         ["save@4:TERM2"],  # two SIGTERMs while ckpt.pt is written (before: a traceback, no checkpoint)
     ],
 )
-def test_interrupted_and_resumed_equals_uninterrupted(corpus, reference, tmp_path, monkeypatch, hooks):
+def test_interrupted_and_resumed_equals_uninterrupted(corpus, reference, tmp_path, hooks):
     run_dir = tmp_path / "run"
     for i, hook in enumerate(hooks):
-        with pytest.raises(SystemExit) as e:
-            train(corpus, run_dir, *(["--resume"] if i else []), hook=hook, monkeypatch=monkeypatch)
-        assert e.value.code == 130
+        done = train_process(corpus, run_dir, *(["--resume"] if i else []), hook=hook)
+        assert done.returncode == 130, done.stderr
         assert not (run_dir / "lock").exists()
     step = int(hooks[-1].split("@")[1].split(":")[0])
     assert torch.load(run_dir / "ckpt.pt", weights_only=True)["state"]["step"] == step
@@ -106,9 +102,7 @@ def test_sigkill_anywhere_then_resume_equals_uninterrupted(corpus, reference, tm
     """kill -9 while ckpt.pt of step 8 is being written: the step-4 checkpoint is kept, the stale lock and
     metrics rows past step 4 are dropped on resume."""
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, str(REPO / "pretrain.py"), "--data", str(corpus), "--run-dir", str(run_dir), *FLAGS]
-    env = {**os.environ, "STORYGPT_TEST_HOOK": "save@8:KILL", "OMP_NUM_THREADS": "1"}
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    p = train_process(corpus, run_dir, hook="save@8:KILL")
     assert p.returncode == -9, p.stderr[-2000:]
     assert (run_dir / "lock").exists() and list(run_dir.glob(".ckpt.pt.*.tmp"))
     assert torch.load(run_dir / "ckpt.pt", weights_only=True)["state"]["step"] == 4
@@ -126,8 +120,10 @@ def test_lock_refuses_a_second_writer_and_recovers_from_a_stale_one(corpus, tmp_
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (run_dir / "lock").write_text(f"{holder.pid} {os.uname().nodename}\n")
-        with pytest.raises(SystemExit, match=rf"^pretrain.py: error: .*run is being written by process {holder.pid}"):
-            train(corpus, run_dir)
+        assert_error(
+            rf"^pretrain.py: error: .*run is being written by process {holder.pid}",
+            refused("--data", corpus, "--run-dir", run_dir, *FLAGS),
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -137,39 +133,22 @@ def test_lock_refuses_a_second_writer_and_recovers_from_a_stale_one(corpus, tmp_
     assert not (run_dir / "lock").exists()
 
 
-def test_read_only_run_folder_is_one_error(corpus, tmp_path, monkeypatch):
+def test_read_only_run_folder_is_one_error(corpus, tmp_path):
     # before: a PermissionError traceback from acquire_lock (the tests run as root, so the folder's
-    # mode cannot refuse the write: os.open refuses it instead)
-    real_open = os.open
-
-    def read_only(path, flags, *a):
-        if str(path).endswith("lock") and flags & os.O_CREAT:
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-        return real_open(path, flags, *a)
-
-    monkeypatch.setattr(os, "open", read_only)
-    with pytest.raises(
-        SystemExit,
-        match=r"^pretrain.py: error: cannot write in the run folder .*run \(lock file .*lock\): Permission denied$",
-    ):
-        train(corpus, tmp_path / "run", "--max-steps", "2")
+    # mode cannot refuse the write: os.open refuses it instead, tests/tool_faults.py)
+    done = train_process(corpus, tmp_path / "run", "--max-steps", "2", fault="read_only_lock")
+    assert done.returncode != 0
+    assert_error(
+        r"^pretrain.py: error: cannot write in the run folder .*run \(lock file .*lock\): Permission denied$",
+        done.stderr,
+    )
 
 
-def test_full_disk_keeps_the_previous_checkpoint(corpus, tmp_path, monkeypatch, capsys):
+def test_full_disk_keeps_the_previous_checkpoint(corpus, tmp_path):
     run_dir = tmp_path / "run"
-    real = T.save_checkpoint
-
-    def full_disk_at_step_8(path, ckpt, during_write=None):
-        if ckpt.get("state", {}).get("step") == 8:
-            with atomic_write(path, "wb") as f:
-                f.write(b"PK\x03\x04 part of it")
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(path, ckpt, during_write)
-
-    monkeypatch.setattr(T, "save_checkpoint", full_disk_at_step_8)
-    with pytest.raises(SystemExit) as e:
-        train(corpus, run_dir)
-    msg = str(e.value.code)
+    done = train_process(corpus, run_dir, fault="full_disk_at_step:8")  # tests/tool_faults.py
+    assert done.returncode != 0
+    msg = one_error_line(done.stderr, "pretrain.py")
     assert msg.startswith("pretrain.py: error: cannot write ") and "ckpt.pt: No space left on device" in msg
     assert msg.endswith("the previous checkpoint is kept") and "\n" not in msg
     assert torch.load(run_dir / "ckpt.pt", weights_only=True)["state"]["step"] == 4
@@ -185,9 +164,9 @@ def test_malformed_stored_tokenizer_on_resume(corpus, tmp_path):
     ckpt["tokenizer"] = {**ckpt["tokenizer"], "kind": "nonsense"}
     save_checkpoint(run_dir / "ckpt.pt", ckpt)
     before = (run_dir / "ckpt.pt").read_bytes()
-    with pytest.raises(SystemExit) as e:
-        train(corpus, run_dir, "--resume")
-    msg = str(e.value.code)
+    done = train_process(corpus, run_dir, "--resume")
+    assert done.returncode != 0
+    msg = one_error_line(done.stderr, "pretrain.py")
     assert msg.startswith(f"pretrain.py: error: --resume: {run_dir / 'ckpt.pt'}: bad tokenizer stored in it")
     assert msg.endswith("the checkpoint is kept unchanged") and "\n" not in msg
     assert (run_dir / "ckpt.pt").read_bytes() == before
@@ -227,18 +206,12 @@ def test_pretrain_resume_after_the_corpus_folder_moved(tiny_run, tmp_path):
     for name in ("tokenizer-bpe-300.json", "train-bpe-300.bin", "valid-bpe-300.bin", "train.txt", "valid.txt"):
         (old / name).write_bytes((tiny_run["corpus"] / name).read_bytes())
     out = tmp_path / "ck"
-    pretrain.main(tiny_argv(old, out, "--max-steps", "2"))
+    trained(*tiny_argv(old, out, "--max-steps", "2"))
     new.parent.mkdir()
     old.rename(new)
-    with pytest.raises(
-        SystemExit,
-        match=rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; "
-        "pass --data",
-    ):
-        pretrain.main(
-            [*BPE300, "--run-dir", str(out / "tiny" / "learned-bpe-300"), *TINY_MODEL, "--max-steps", "4", "--resume"]
-        )
-    m = pretrain.main(tiny_argv(new, out, "--max-steps", "4", "--resume"))
+    err = refused(*BPE300, "--run-dir", out / "tiny" / "learned-bpe-300", *TINY_MODEL, "--max-steps", "4", "--resume")
+    assert_error(rf"^pretrain.py: error: --resume: the corpus folder {old} .* is gone; pass --data", err)
+    m = trained(*tiny_argv(new, out, "--max-steps", "4", "--resume"))
     assert m["steps"] == 4
     ckpt = read_checkpoint(out / "tiny" / "learned-bpe-300" / "ckpt.pt")
     assert ckpt["data"] == "../../../new/tiny" and ckpt["data_abs"] == str(new.resolve())
@@ -247,14 +220,14 @@ def test_pretrain_resume_after_the_corpus_folder_moved(tiny_run, tmp_path):
 def test_pretrain_kill9_leftovers_removed_and_run_resumes(tiny_run, tmp_path):
     # a kill -9 during save_checkpoint leaves ".ckpt.pt.XXXX.tmp" beside the last whole ckpt.pt
     out = tmp_path / "ck"
-    pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", "2"))
+    trained(*tiny_argv(tiny_run["corpus"], out, "--max-steps", "2"))
     run_dir = out / "tiny" / "learned-bpe-300"
     stale = run_dir / ".summary.json.abcd1234.tmp"
     stale.write_bytes(b"{")
     stale_new = run_dir / ".ckpt.pt.efgh5678.tmp"
     stale_new.write_bytes(b"PK\x03\x04 half a checkpoint")
     assert read_checkpoint(run_dir / "ckpt.pt")["state"]["step"] == 2  # the last good checkpoint is readable
-    m = pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", "4", "--resume"))
+    m = trained(*tiny_argv(tiny_run["corpus"], out, "--max-steps", "4", "--resume"))
     assert m["steps"] == 4 and read_checkpoint(run_dir / "ckpt.pt")["state"]["step"] == 4
     assert not stale.exists() and not stale_new.exists()  # before: left behind for ever
 
@@ -265,7 +238,7 @@ def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(tiny_run, tmp_path):
     ckpt = out / "tiny" / "learned-bpe-300" / "ckpt.pt"
     cmd = [sys.executable, str(REPO / "pretrain.py"), *tiny_argv(tiny_run["corpus"], out, "--eval-interval", "5")]
     cmd += ["--minutes", "2"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 60
@@ -280,16 +253,16 @@ def test_pretrain_sigterm_writes_a_checkpoint_and_resumes(tiny_run, tmp_path):
     assert "Traceback" not in err and "interrupted: checkpoint written at step" in rest
     step = read_checkpoint(out / "tiny" / "learned-bpe-300" / "ckpt.pt")["state"]["step"]
     assert step > 0
-    m = pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", str(step + 1), "--resume"))
+    m = trained(*tiny_argv(tiny_run["corpus"], out, "--max-steps", str(step + 1), "--resume"))
     assert m["steps"] == step + 1
 
 
 def test_pretrain_resume_from_truncated_checkpoint_keeps_it(tiny_run, tmp_path):
     out = tmp_path / "ck"
-    pretrain.main(tiny_argv(tiny_run["corpus"], out, "--max-steps", "2"))
+    trained(*tiny_argv(tiny_run["corpus"], out, "--max-steps", "2"))
     ck = out / "tiny" / "learned-bpe-300" / "ckpt.pt"
     raw = ck.read_bytes()
     ck.write_bytes(raw[: len(raw) // 3])
-    with pytest.raises(SystemExit, match=rf"^pretrain.py: error: --resume: {ck}: cannot read checkpoint"):
-        pretrain.main(tiny_argv(tiny_run["corpus"], out, "--resume"))
+    err = refused(*tiny_argv(tiny_run["corpus"], out, "--resume"))
+    assert_error(rf"^pretrain.py: error: --resume: {ck}: cannot read checkpoint", err)
     assert ck.stat().st_size == len(raw) // 3 and (out / "tiny" / "learned-bpe-300" / "best.pt").is_file()

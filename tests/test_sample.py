@@ -10,10 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import test_bits as kit  # noqa: E402  (make_run, story_docs, write_docs)
-from conftest import load_tool, one_error_line  # noqa: E402
+from conftest import one_error_line, run_tool, run_tools  # noqa: E402
 
-sample = load_tool("sample")
-
+from storygpt import sample  # noqa: E402  (what sample.py writes a sample with)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -31,13 +30,18 @@ def runs(tmp_path_factory):
     }
 
 
-def run(capsys, *argv):
-    rc = sample.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
+def run(*argv):
+    """``python sample.py ARGV``: its exit status, stdout and stderr."""
+    done = run_tool("sample", *argv)
+    return done.returncode, done.stdout, done.stderr
 
 
-def test_same_seed_same_text(runs, capsys):
+def run_all(*argvs):
+    """:func:`run` for each argument list, several at a time."""
+    return [(d.returncode, d.stdout, d.stderr) for d in run_tools("sample", list(argvs))]
+
+
+def test_same_seed_same_text(runs):
     for kind in ("bpe", "word"):
         args = (
             runs[kind],
@@ -51,23 +55,22 @@ def test_same_seed_same_text(runs, capsys):
             "cpu",
             "--no-stop",
         )
-        rc1, a, _ = run(capsys, *args, "--seed", 7)
-        rc2, b, _ = run(capsys, *args, "--seed", 7)
-        rc3, c, _ = run(capsys, *args, "--seed", 8)
+        (rc1, a, _), (rc2, b, _), (rc3, c, _) = run_all(
+            [*args, "--seed", 7], [*args, "--seed", 7], [*args, "--seed", 8]
+        )
         assert rc1 == rc2 == rc3 == 0
         assert a == b
         assert a != c  # 40 draws from a barely trained model: another seed gives other text
         assert a.startswith("Tom saw")
 
 
-def test_unseen_name_kept_by_bpe_and_shown_as_unknown_by_word(runs, capsys):
+def test_unseen_name_kept_by_bpe_and_shown_as_unknown_by_word(runs):
     rc, out, err = run(
-        capsys, runs["bpe"], "--prompt", "Zorblax saw a red ball", "--seed", 1, "--max-new-tokens", 5, "--device", "cpu"
+        runs["bpe"], "--prompt", "Zorblax saw a red ball", "--seed", 1, "--max-new-tokens", 5, "--device", "cpu"
     )
     assert rc == 0 and out.startswith("Zorblax saw a red ball")
     assert "unknown" not in err
     rc, out, err = run(
-        capsys,
         runs["word"],
         "--prompt",
         "Zorblax saw a red ball",
@@ -82,9 +85,8 @@ def test_unseen_name_kept_by_bpe_and_shown_as_unknown_by_word(runs, capsys):
     assert "note: 1 prompt word is unknown to this word-level tokenizer and became <unk>: Zorblax" in err
 
 
-def test_prompt_is_plain_text_and_num_samples(runs, capsys):
+def test_prompt_is_plain_text_and_num_samples(runs):
     rc, out, _ = run(
-        capsys,
         runs["bpe"],
         "--prompt",
         "a <|endoftext|> b",
@@ -167,12 +169,15 @@ def test_streaming_never_prints_half_characters(runs):
     assert not any("\ufffd" in w for w in writes)
 
 
-def test_bad_arguments(runs, capsys, tmp_path):
-    rc, _, err = run(capsys, tmp_path / "nope.pt", "--prompt", "x")
+def test_bad_arguments(runs, tmp_path):
+    nope, samples, temperature = run_all(
+        [tmp_path / "nope.pt", "--prompt", "x"], [runs["bpe"], "--num-samples", 0], [runs["bpe"], "--temperature", -1]
+    )
+    rc, _, err = nope
     assert rc == 2 and "nope.pt" in err
-    rc, _, err = run(capsys, runs["bpe"], "--num-samples", 0)
+    rc, _, err = samples
     assert rc == 2 and "--num-samples" in err
-    rc, _, err = run(capsys, runs["bpe"], "--temperature", -1)
+    rc, _, err = temperature
     assert rc == 2 and "--temperature" in err
 
 
@@ -299,15 +304,21 @@ def test_top_p_sampling_matches_a_hand_computation():
     assert set(drawn) == {1, 3}
 
 
-def test_sample_cli_top_p_and_no_heal(runs, capsys):
+def test_sample_cli_top_p_and_no_heal(runs):
     args = (runs["bpe"], "--prompt", "Tom saw", "--max-new-tokens", 20, "--seed", 3, "--device", "cpu", "--no-stop")
-    rc, healed, _ = run(capsys, *args, "--top-p", 0.9)
+    healed, plain, zero, above_one = run_all(
+        [*args, "--top-p", 0.9],
+        [*args, "--top-p", 0.9, "--no-heal"],
+        [runs["bpe"], "--top-p", 0],
+        [runs["bpe"], "--top-p", 1.5],
+    )
+    rc, healed, _ = healed
     assert rc == 0 and healed.startswith("Tom saw")
-    rc, plain, _ = run(capsys, *args, "--top-p", 0.9, "--no-heal")
+    rc, plain, _ = plain
     assert rc == 0 and plain.startswith("Tom saw")
-    rc, _, err = run(capsys, runs["bpe"], "--top-p", 0)
+    rc, _, err = zero
     assert rc == 2 and "--top-p" in err
-    rc, _, err = run(capsys, runs["bpe"], "--top-p", 1.5)
+    rc, _, err = above_one
     assert rc == 2 and "--top-p" in err
 
 
@@ -315,26 +326,27 @@ def test_sample_cli_top_p_and_no_heal(runs, capsys):
 @pytest.mark.parametrize(
     "flag,value", [("--temperature", "nan"), ("--temperature", "inf"), ("--seed", str(2**70)), ("--device", "banana")]
 )
-def test_sample_bad_flags(tiny_run, capsys, flag, value):
+def test_sample_bad_flags(tiny_run, flag, value):
     # before: tracebacks (multinomial on nan probabilities; seed overflow); for --device a misleading
     # "cannot read checkpoint (corrupt or truncated file?)"
-    assert (
-        sample.main(
-            [str(tiny_run["ckpt"]), flag, value, "--max-new-tokens", "2", "--seed", "1"]
+    rc, _, err = run(
+        *(
+            [tiny_run["ckpt"], flag, value, "--max-new-tokens", "2", "--seed", "1"]
             if flag != "--seed"
-            else [str(tiny_run["ckpt"]), flag, value, "--max-new-tokens", "2"]
+            else [tiny_run["ckpt"], flag, value, "--max-new-tokens", "2"]
         )
-        == 2
     )
-    msg = one_error_line(capsys.readouterr().err, "sample.py")
+    assert rc == 2
+    msg = one_error_line(err, "sample.py")
     assert flag in msg and "corrupt" not in msg
 
 
-def test_sample_text_file_given_as_checkpoint(tiny_run, capsys):
+def test_sample_text_file_given_as_checkpoint(tiny_run):
     # before: "cannot read checkpoint (corrupt or truncated file?): UnpicklingError: Weights only load
     # failed ... Re-running torch.load with weights_only set to False" (advice not to follow)
-    assert sample.main([str(tiny_run["src"])]) == 2
-    msg = one_error_line(capsys.readouterr().err, "sample.py")
+    rc, _, err = run(tiny_run["src"])
+    assert rc == 2
+    msg = one_error_line(err, "sample.py")
     assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg
 
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import CACHE, HAVE_TIKTOKEN, load_tool
+from conftest import CACHE, HAVE_TIKTOKEN, run_tool, run_tools
 
 from storygpt.tokenizers import from_dict, load, parse_spec
 
@@ -94,11 +94,11 @@ def prepared(tmp_path_factory):
     """data.py --tokenizer SPEC for every kind on one tiny corpus."""
     tmp = tmp_path_factory.mktemp("kinds")
     corpus = tiny_corpus(tmp / "tiny.txt")
-    data = load_tool("data")
     out = {}
     for spec in specs(tmp, corpus):
         argv = ["--tokenizer", spec, "--train-file", str(corpus), "--out", str(tmp / "data"), "--quiet"]
-        assert data.main([*argv, "--threads", "1", "--valid-fraction", "0.25"]) == 0, spec
+        done = run_tool("data", *argv, "--threads", "1", "--valid-fraction", "0.25")
+        assert done.returncode == 0, (spec, done.stderr)
         out[spec] = parse_spec(spec).slug
     return tmp, tmp / "data" / "tiny", out
 
@@ -121,9 +121,8 @@ def test_data_py_writes_slug_files_for_every_kind(prepared):
     assert slugs["byte"] == "byte" and load(folder / "tokenizer-byte.json").vocab_size == 257
 
 
-def test_bits_and_sample_for_every_kind(prepared, capsys):
+def test_bits_and_sample_for_every_kind(prepared):
     tmp, folder, slugs = prepared
-    bits, sample = load_tool("bits"), load_tool("sample")
     ckpts = []
     for slug in slugs.values():
         tok = load(folder / f"tokenizer-{slug}.json")
@@ -132,9 +131,9 @@ def test_bits_and_sample_for_every_kind(prepared, capsys):
     for spec in slugs:
         if spec.startswith("hf:"):
             os.remove(spec[3:])
-    capsys.readouterr()
-    assert bits.main([*map(str, ckpts), "--json", "--no-progress", "--device", "cpu"]) == 0
-    records = json.loads(capsys.readouterr().out)["results"]
+    done = run_tool("bits", *ckpts, "--json", "--no-progress", "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)["results"]
     assert len(records) == len(ckpts)
     by_kind = {}
     for r, spec in zip(records, slugs):
@@ -143,9 +142,10 @@ def test_bits_and_sample_for_every_kind(prepared, capsys):
     assert by_kind["byte"]["round_trip_share"] == 1.0 and by_kind["byte"]["unknown_share"] == 0
     wordpiece = next(s for s in slugs if "wordpiece" in s)
     assert by_kind[wordpiece]["round_trip_share"] < 1.0  # lower-cased: it cannot give the text back
-    for ck in ckpts:
-        assert sample.main([str(ck), "--prompt", "The cat", "--max-new-tokens", "4", "--device", "cpu"]) == 0
-        assert capsys.readouterr().out.strip()
+    argvs = [[ck, "--prompt", "The cat", "--max-new-tokens", "4", "--device", "cpu"] for ck in ckpts]
+    for done in run_tools("sample", argvs):
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip()
 
 
 def test_checkpoint_tokenizer_dict_rebuilds_every_kind(prepared):
@@ -158,16 +158,17 @@ def test_checkpoint_tokenizer_dict_rebuilds_every_kind(prepared):
         assert again.fingerprint() == tok.fingerprint()
 
 
-def test_pretrain_and_bits_for_every_kind(prepared, capsys):
+def test_pretrain_and_bits_for_every_kind(prepared):
     tmp, folder, slugs = prepared
-    pretrain, bits = load_tool("pretrain"), load_tool("bits")
     tiny = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4"]
-    runs = []
-    for spec in slugs:
-        if spec.startswith("hf:"):
-            continue  # the files were removed by the test above in a full run; hf is covered there
-        out = tmp / "pt" / parse_spec(spec).slug
-        pretrain.main(["--tokenizer", spec, "--data", str(folder), "--out-dir", str(out), "--max-steps", "2", *tiny])
-        runs.append(next(out.rglob("best.pt")))
-    capsys.readouterr()
-    assert bits.main([*map(str, runs), "--json", "--no-progress", "--device", "cpu"]) == 0
+    # the hf files were removed by the test above in a full run; hf is covered there
+    kept = [spec for spec in slugs if not spec.startswith("hf:")]
+    outs = [tmp / "pt" / parse_spec(spec).slug for spec in kept]
+    argvs = [
+        ["--tokenizer", s, "--data", folder, "--out-dir", o, "--max-steps", "2", *tiny] for s, o in zip(kept, outs)
+    ]
+    for spec, done in zip(kept, run_tools("pretrain", argvs)):
+        assert done.returncode == 0, (spec, done.stderr)
+    runs = [next(out.rglob("best.pt")) for out in outs]
+    done = run_tool("bits", *runs, "--json", "--no-progress", "--device", "cpu")
+    assert done.returncode == 0, done.stderr

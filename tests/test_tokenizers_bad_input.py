@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import HAVE_TIKTOKEN, load_tool, needs_cache, one_error_line
+from conftest import HAVE_TIKTOKEN, needs_cache, one_error_line, run_tool
 
 from storygpt.checkpoint import tokenizer_from_dict
 from storygpt.tokenizers import BPETokenizer, io, spec
@@ -172,13 +172,14 @@ def test_tiktoken_name_check_is_shared_by_the_spec_parser():
 
 
 @needs_tiktoken
-def test_data_py_with_an_unknown_tiktoken_name_fails_in_one_line_before_any_work(tmp_path, capsys):
+def test_data_py_with_an_unknown_tiktoken_name_fails_in_one_line_before_any_work(tmp_path):
     train = tmp_path / "train.txt"
     train.write_text("one doc\n\nanother doc\n", encoding="utf-8")
     out = tmp_path / "out"
     argv = ["--train-file", str(train), "--out", str(out), "--tokenizer", "tiktoken:nope", "--quiet"]
-    assert load_tool("data").main(argv) != 0
-    msg = one_error_line(capsys.readouterr().err, "data.py")
+    done = run_tool("data", *argv)
+    assert done.returncode != 0
+    msg = one_error_line(done.stderr, "data.py")
     assert msg.startswith("data.py: error: tokenizer SPEC 'tiktoken:nope': unknown tiktoken encoding 'nope'; known: ")
     assert not out.exists()
 

@@ -1,0 +1,164 @@
+"""Run a top-level tool in this process after one named fault is put in place (the tests' Ctrl-C, full disk, ...).
+
+    python tests/tool_faults.py FAULT[:ARG] TOOL.py [ARGS...]
+
+The fault replaces a library function (``storygpt...``) before the tool's file runs as ``__main__``
+(``runpy.run_path``), so the tool sees it as it would see the real failure; the exit status and output are
+the tool's.  Faults that record something (what a stand-in was called with) write JSON lines to the file
+named by ``ARG``.  tests/conftest.py's ``run_tool(..., fault="NAME[:ARG]")`` starts this script.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from collections.abc import Callable
+
+FAULTS: dict[str, Callable[[str], None]] = {}
+
+
+def fault(fn: Callable[[str], None]) -> Callable[[str], None]:
+    """Register ``fn`` under its name; it gets the text after ``NAME:`` ('' when none)."""
+    FAULTS[fn.__name__] = fn
+    return fn
+
+
+def interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@fault
+def ctrl_c_while_measuring(arg: str) -> None:
+    """bits.py: Ctrl-C inside storygpt.evaluate.evaluate_bits."""
+    import storygpt.evaluate
+
+    storygpt.evaluate.evaluate_bits = interrupt
+
+
+@fault
+def ctrl_c_while_encoding(arg: str) -> None:
+    """data.py: Ctrl-C after the tokenizer is trained, while the documents are encoded."""
+    from storygpt.data import prepare
+
+    prepare.encode_documents = interrupt
+
+
+@fault
+def read_only_lock(arg: str) -> None:
+    """pretrain.py: the run folder refuses new files (as a read-only folder would; the tests run as root,
+    so the folder's mode cannot refuse them): creating the lock file fails with EACCES."""
+    import errno
+    import os
+
+    real_open = os.open
+
+    def read_only(path, flags, *a):
+        if str(path).endswith("lock") and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *a)
+
+    os.open = read_only
+
+
+@fault
+def full_disk_at_step(arg: str) -> None:
+    """pretrain.py: the disk fills while the checkpoint of step ``ARG`` is written (part of it is on disk)."""
+    import errno
+    import os
+
+    from storygpt import train
+    from storygpt.atomic import atomic_write
+
+    real = train.save_checkpoint
+
+    def full_disk(path, ckpt, during_write=None):
+        if ckpt.get("state", {}).get("step") == int(arg):
+            with atomic_write(path, "wb") as f:
+                f.write(b"PK\x03\x04 part of it")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, ckpt, during_write)
+
+    train.save_checkpoint = full_disk
+
+
+@fault
+def record_progress_bars(arg: str) -> None:
+    """data.py: every progress bar made is recorded; at exit ``ARG`` gets one JSON line per bar
+    (desc, unit, total, n: the units counted, disable)."""
+    import atexit
+    import json
+
+    from storygpt.data import progress
+
+    made = []
+
+    class Bar:
+        def __init__(self, total=None, desc=None, unit=None, disable=False, **kw):
+            self.total, self.desc, self.unit, self.disable, self.n = total, desc, unit, disable, 0
+            made.append(self)
+
+        def update(self, k=1):
+            self.n += k
+
+        def close(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+    def write():
+        with open(arg, "w", encoding="utf-8") as f:
+            for bar in made:
+                row = {"desc": bar.desc, "unit": bar.unit, "total": bar.total, "n": bar.n, "disable": bar.disable}
+                f.write(json.dumps(row) + "\n")
+
+    atexit.register(write)
+    progress.tqdm = Bar
+
+
+@fault
+def read_fails_on_open(arg: str) -> None:
+    """data.py: the ``ARG``-th file opened by storygpt.data.docstream returns 64 bytes a read, and its
+    eleventh read fails with EIO."""
+    from storygpt.data import docstream
+
+    class FailingFile:
+        def __init__(self, path, ok_reads):
+            self.f = open(path, "rb")
+            self.left = ok_reads
+
+        def read(self, n):
+            if self.left == 0:
+                raise OSError(5, "Input/output error")
+            self.left -= 1
+            return self.f.read(min(n, 64))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    opened = []
+    real = docstream._open_binary
+
+    def opener(path):
+        opened.append(path)
+        return FailingFile(path, 10) if len(opened) == int(arg) else real(path)
+
+    docstream._open_binary = opener
+
+
+def main(argv: list[str]) -> None:
+    name, _, arg = argv[0].partition(":")
+    tool, tool_args = argv[1], argv[2:]
+    FAULTS[name](arg)
+    sys.argv = [tool, *tool_args]
+    runpy.run_path(tool, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
