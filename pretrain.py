@@ -13,6 +13,7 @@ See docs/training.md for the flags, budgets, schedule, files and how the default
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ POSITION = {False: "learned", True: "rope"}
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data"}
-RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch"}
+RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run"}
 # (flag, type, default, help) by group; bool flags have type None
 FLAGS = {
     "data and run folder": [
@@ -41,6 +42,7 @@ FLAGS = {
         ("--run-dir", str, None, "the run folder itself (instead of --out-dir/CORPUS/--run-name)"),
         ("--resume", None, False, "continue the run in the run folder from its ckpt.pt"),
         ("--force", None, False, "start afresh even if the run folder holds a checkpoint (it is overwritten)"),
+        ("--dry-run", None, False, "print the settings (after --preset) and the run folder as JSON; train nothing"),
     ],
     "budget (the run stops at the first one reached; default: --minutes 10 when none is given)": [
         ("--minutes", float, None, "wall-clock minutes, evaluations included, compilation excluded"),
@@ -131,9 +133,10 @@ def run_folder(args) -> Path:
 
 def main(argv: list[str] | None = None) -> dict:
     args, explicit = parse(list(sys.argv[1:] if argv is None else argv))
-    dist = runtime.Dist.from_env()
-    stop = runtime.StopFlag()
+    dist, stop = runtime.Dist.from_env(), runtime.StopFlag()
     try:
+        if args.dry_run:
+            return dry_run(args)
         with stop.catching(on_first=lambda s: log("stopping: finishing the step, then writing a checkpoint")):
             return session(args, explicit, dist, stop)
     except T.RunError as e:
@@ -146,6 +149,20 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 log = T.log_master
+
+
+def dry_run(args) -> int:
+    """Print the flags' settings and the run folder (a --resume run's stored settings are not read)."""
+    with_budget(args)
+    folder = str(run_folder(args))
+    print(json.dumps({**{k: v for k, v in vars(args).items() if k != "dry_run"}, "run_folder": folder}, indent=1))
+    return 0
+
+
+def with_budget(args) -> None:
+    """No budget given: ``--minutes 10``."""
+    if not any(getattr(args, b) is not None for b in BUDGETS):
+        args.minutes = 10.0
 
 
 def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
@@ -165,8 +182,7 @@ def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, st
             f"{T.show(files.ckpt)} already exists; pass --resume to continue that run, --force to "
             "start it over (overwriting it), or --run-name for a new run folder"
         )
-    if not any(getattr(args, b) is not None for b in BUDGETS):
-        args.minutes = 10.0
+    with_budget(args)
     spec, data_dir = parse_spec(args.tokenizer), Path(args.data).resolve()
     try:
         device, dtype, threads = runtime.setup(args.device, args.dtype, args.threads, dist, log)

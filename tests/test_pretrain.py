@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import BPE300, REPO, TINY_MODEL, load_tool, one_error_line, run_tool, run_tools, tiny_argv, tool_parser
+from conftest import BPE300, REPO, TINY_MODEL, one_error_line, run_tool, run_tools, tiny_argv, tool_parser
 
 import storygpt
 from storygpt import runtime
@@ -26,8 +26,6 @@ from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoin
 from storygpt.data import write_tokens
 from storygpt.model import GPT, GPTConfig
 from storygpt.tokenizers import BPETokenizer, WordTokenizer
-
-pretrain = load_tool("pretrain")  # only for parse() and run_folder(), which no command shows on their own
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -99,6 +97,13 @@ def refused(*argv, cwd=None) -> str:
     done = run_tool("pretrain", *argv, cwd=cwd)
     assert done.returncode != 0, done.stdout
     return done.stderr
+
+
+def dry_run(*argv) -> dict:
+    """``python pretrain.py ARGV --dry-run``: the settings and run folder it prints."""
+    done = run_tool("pretrain", *argv, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def run(data: Path, out: Path, *extra: str) -> dict:
@@ -220,8 +225,7 @@ def test_bpe_rope_run_and_load(tmp_path):
 
 def test_run_folders_and_refusal_to_overwrite(tmp_path):
     def folder(*flags):
-        args, _ = pretrain.parse(["--data", "data/mine", *flags])
-        return pretrain.run_folder(args)
+        return Path(dry_run("--data", "data/mine", *flags)["run_folder"])
 
     assert folder() == Path("checkpoints/mine/learned-word-10000")
     assert (
@@ -338,9 +342,9 @@ def test_lr_follows_the_binding_budget():
 def test_presets_and_grad_accum(tmp_path):
     from storygpt.model.presets import PRESETS
 
-    args, _ = pretrain.parse(["--preset", "medium", "--n-layer", "2"])
-    assert (args.n_layer, args.n_head, args.n_embd, args.block_size) == (2, 6, 384, 256)
-    assert args.lr == PRESETS["medium"]["lr"] and args.min_lr == pytest.approx(args.lr / 10)
+    args = dry_run("--preset", "medium", "--n-layer", "2")
+    assert (args["n_layer"], args["n_head"], args["n_embd"], args["block_size"]) == (2, 6, 384, 256)
+    assert args["lr"] == PRESETS["medium"]["lr"] and args["min_lr"] == pytest.approx(args["lr"] / 10)
     refused("--preset", "huge")
     data = make_corpus(tmp_path)
     # 2 micro-batches of 4 windows = 1 step of 8 windows: same tokens per step as --batch-size 8
@@ -627,10 +631,10 @@ def test_pretrain_refuses_bad_seed_and_learning_rates():
 
 
 def test_a_low_lr_lowers_the_default_min_lr():
-    args, _ = pretrain.parse(["--lr", "1e-4"])
-    assert args.min_lr == 1e-4
-    args, _ = pretrain.parse([])
-    assert (args.lr, args.min_lr) == (3e-3, 3e-4)
+    assert dry_run("--lr", "1e-4")["min_lr"] == 1e-4
+    args = dry_run()
+    assert (args["lr"], args["min_lr"], args["minutes"]) == (3e-3, 3e-4, 10.0)
+    assert dry_run("--max-steps", "5")["minutes"] is None
 
 
 def test_pretrain_errors_carry_the_tool_name(tiny_run):
