@@ -94,12 +94,12 @@ bool Backtracker::find_trees_by_rules(const std::vector<MergeRule>& merges, std:
         const auto id = static_cast<uint32_t>(m.new_id);
         const uint64_t merge = find(left, right);
         if (tokens_[left].length == 0 || tokens_[right].length == 0 || static_cast<uint32_t>(merge) != id) continue;
+        if (!border_holds(left, right)) continue;  // unreachable: no constraint on its rank
         const uint32_t order = static_cast<uint32_t>(merge >> 32) + 1;
         if (order <= tokens_[left].order || order <= tokens_[right].order) {
             *why = "token " + std::to_string(id) + " is merged at a rank not above its parts' ranks";
             return false;
         }
-        if (!border_holds(left, right)) continue;
         tokens_[id] = Token{left, right, order, tokens_[left].length + tokens_[right].length};
     }
     return true;

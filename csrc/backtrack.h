@@ -59,7 +59,7 @@ class Backtracker {
    private:
     static constexpr uint32_t kNone = UINT32_MAX;
 
-    struct Token {                             // 16 bytes, aligned: one cache line
+    struct Token {                             // 16 bytes: never split across two cache lines
         uint32_t left = kNone, right = kNone;  // the last merge of its merge tree (kNone for a byte)
         uint32_t order = 0;                    // that merge's rank + 1; 0 for a byte
         uint32_t length = 0;                   // bytes; 0 for an unreachable or undefined id
