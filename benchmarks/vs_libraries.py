@@ -251,9 +251,11 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str, en
         # A fresh tokenizer (empty chunk cache) for every run: no run profits
         # from the cache an earlier run filled.
         fresh = [BPETokenizer.from_tiktoken(encoding) for _ in range(repeats)]
+        used = []  # freed after the timings: a run must not time freeing the tokenizer it used
 
         def fn():
             tok = fresh.pop()
+            used.append(tok)
             if lib == "storygpt":  # lists of Python ints, as tiktoken returns
                 if len(inputs) == 1:
                     return [tok.encode_ordinary(inputs[0])]

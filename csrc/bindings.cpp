@@ -13,6 +13,7 @@ namespace py = pybind11;
 void bind_pretokenize(py::module_& m);
 void bind_train(py::module_& m);
 void bind_encoder(py::module_& m);
+void bind_backtrack(py::module_& m);
 
 namespace {
 
@@ -39,4 +40,5 @@ PYBIND11_MODULE(_bpe, m) {
     bind_pretokenize(m);
     bind_train(m);
     bind_encoder(m);
+    bind_backtrack(m);
 }

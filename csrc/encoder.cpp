@@ -10,6 +10,7 @@ namespace storygpt {
 namespace {
 constexpr int64_t kMaxTokenId = (int64_t(1) << 26) - 1;
 constexpr size_t kShortChunk = 64;       // encode_short up to here, encode_long above
+constexpr size_t kBacktrackChunk = 64;   // the backtracking encoder above this (when the vocabulary allows it)
 constexpr size_t kMaxCachedChunk = 256;  // longer chunks are not cached
 
 void check_id(int64_t id, const char* what) {
@@ -72,25 +73,25 @@ Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::
     for (size_t id = 0; id < vocab.size(); ++id) token_offset_[id + 1] = token_offset_[id] + vocab[id].size();
     token_blob_.reserve(token_offset_.back());
     for (const auto& v : vocab) token_blob_ += v;
+    std::vector<std::string_view> views(vocab.size());
+    for (size_t id = 0; id < vocab.size(); ++id) views[id] = token_bytes_unchecked(id);
+    backtracker_ = Backtracker::build(merges_, merges, byte_ids_, views, &backtrack_refusal_);
 }
 
-Encoder::MergeTable::MergeTable(size_t pairs) {
-    unsigned bits = 4;
-    while ((size_t(1) << bits) < 2 * pairs) ++bits;
-    slots_.assign(size_t(1) << bits, Slot{kEmpty, kNoMerge});
-    mask_ = slots_.size() - 1;
-    shift_ = 64 - bits;
-}
-
-void Encoder::MergeTable::insert_first(uint64_t pair, uint64_t merge) {
-    size_t i = index(pair);
-    while (slots_[i].pair != kEmpty && slots_[i].pair != pair) i = (i + 1) & mask_;
-    if (slots_[i].pair == kEmpty) slots_[i] = Slot{pair, merge};
-}
-
-void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
+void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out,
+                                    ChunkMethod method) const {
     if (n == 0) return;
-    if (n <= kShortChunk)
+    if (method == ChunkMethod::kAuto) {
+        if (n <= kShortChunk) {
+            encode_short(p, n, out);
+            return;
+        }
+        method = n > kBacktrackChunk ? ChunkMethod::kBacktrack : ChunkMethod::kMergeLoop;
+    }
+    const Backtracker* bt = method == ChunkMethod::kBacktrack ? backtracker_.get() : nullptr;
+    if (bt)
+        bt->encode(p, n, out);
+    else if (n <= kShortChunk)
         encode_short(p, n, out);
     else
         encode_long(p, n, out);
@@ -127,20 +128,37 @@ void Encoder::encode_chunk_miss(const unsigned char* p, size_t n, const unsigned
     cache.long_chunks.put(p, n, h, out.data() + before, out.size() - before);
 }
 
-void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache) const {
-    out.reserve(out.size() + data.size() / 3);
+void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache, size_t from) const {
+    out.reserve(out.size() + (data.size() - from) / 3);
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     const unsigned char* end_of_data = base + data.size();
     // Chunk by chunk, without a vector of all chunk ends (8 bytes per chunk).
-    for (size_t start = 0, end; start < data.size(); start = end) {
+    for (size_t start = from, end; start < data.size(); start = end) {
         end = chunk_end(data, start, pattern_);
         encode_chunk(base + start, end - start, end_of_data, out, cache);
     }
 }
 
 void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
+    // The chunks that no cache would keep (single bytes, chunks over
+    // kMaxCachedChunk) before the first that one would, without a cache: a
+    // text of one long chunk (a run of spaces, a line of letters) borrows
+    // none, and a fresh cache costs milliseconds (its 4 MiB first touched).
+    const auto* base = reinterpret_cast<const unsigned char*>(data.data());
+    size_t start = 0;
+    for (size_t end; start < data.size(); start = end) {
+        end = chunk_end(data, start, pattern_);
+        const size_t n = end - start;
+        if (n == 1)
+            out.push_back(byte_ids_[base[start]]);
+        else if (n > kMaxCachedChunk)
+            encode_chunk_uncached(base + start, n, out);
+        else
+            break;
+    }
+    if (start == data.size()) return;
     const CachePool::Lease cache = caches_->lend();
-    encode_pieces(data, out, *cache);
+    encode_pieces(data, out, *cache, start);
 }
 
 void Encoder::encode_file(const std::string& path, int num_threads, size_t window_bytes,
@@ -173,7 +191,7 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
 
 std::string_view Encoder::token_bytes(int64_t id) const {
     if (!has_token(id)) throw std::invalid_argument("unknown token id " + std::to_string(id));
-    return std::string_view(token_blob_).substr(token_offset_[id], token_offset_[id + 1] - token_offset_[id]);
+    return token_bytes_unchecked(static_cast<size_t>(id));
 }
 
 std::string Encoder::decode(const int64_t* ids, size_t n) const {

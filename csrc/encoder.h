@@ -14,15 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "backtrack.h"
 #include "chunk_cache.h"
 #include "common.h"
+#include "merge_table.h"
 #include "pretokenize.h"
 
 namespace storygpt {
-
-struct MergeRule {
-    int64_t left, right, new_id;
-};
 
 // Inside each pre-tokenization chunk the adjacent pair with the lowest rank
 // is merged (leftmost on equal ranks), again and again.  Thread-safe: all
@@ -72,44 +70,24 @@ class Encoder {
     Pattern pattern() const { return pattern_; }
     size_t num_merges() const { return num_merges_; }
 
-    // Encodes one chunk without any cache (for tests and benchmarks).
-    void encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+    // How a chunk is encoded: the encoder's choice by length, or forced (for
+    // tests and benchmarks).  kBacktrack falls back to kMergeLoop when the
+    // vocabulary does not allow backtracking.
+    enum class ChunkMethod { kAuto, kMergeLoop, kBacktrack };
+    // Encodes one chunk without any cache.
+    void encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out,
+                               ChunkMethod method = ChunkMethod::kAuto) const;
+    // Why long chunks cannot use the backtracking encoder ("" when they can).
+    const std::string& backtrack_refusal() const { return backtrack_refusal_; }
 
    private:
     // A merge: rank index << 32 | new id, or kNoMerge.
-    static constexpr uint64_t kNoMerge = ~uint64_t(0);
+    static constexpr uint64_t kNoMerge = MergeTable::kNoMerge;
 
-    // pair_key(left, right) -> its merge, with the pair and its merge inline
-    // in the slots (linear probing, at most half full): a look-up reads one
-    // slot, usually one cache line.  The encoder's innermost operation;
-    // measured against HashMap (slot -> index -> entry, two dependent reads)
-    // in the loop of encode_short: see docs/performance.md.
-    class MergeTable {
-       public:
-        explicit MergeTable(size_t pairs);
-        // Adds pair -> merge unless the pair is there: the first merge of a pair
-        // wins, as in the reference (dict.setdefault).
-        void insert_first(uint64_t pair, uint64_t merge);
-        uint64_t find(uint64_t pair) const {
-            for (size_t i = index(pair);; i = (i + 1) & mask_) {
-                const Slot& s = slots_[i];
-                if (s.pair == pair || s.pair == kEmpty) return s.merge;  // kNoMerge in empty slots
-            }
-        }
-
-       private:
-        static constexpr uint64_t kEmpty = ~uint64_t(0);  // no pair: ids are below 2**26
-        struct Slot {
-            uint64_t pair, merge;
-        };
-        size_t index(uint64_t pair) const { return (pair * 0x9E3779B97F4A7C15ULL) >> shift_; }
-        std::vector<Slot> slots_;
-        size_t mask_;
-        unsigned shift_;
-    };
     uint64_t lookup(uint32_t left, uint32_t right) const { return merges_.find(pair_key(left, right)); }
 
-    void encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache) const;
+    // Encodes data[from, end): `from` must be a chunk start.
+    void encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache, size_t from = 0) const;
     // Chunk p[0, n) inside a buffer that ends at `end`.
     void encode_chunk(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
                       WorkerCache& cache) const;
@@ -117,6 +95,9 @@ class Encoder {
                            WorkerCache& cache) const;
     void encode_short(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
     void encode_long(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+    std::string_view token_bytes_unchecked(size_t id) const {
+        return std::string_view(token_blob_).substr(token_offset_[id], token_offset_[id + 1] - token_offset_[id]);
+    }
 
     Pattern pattern_;
     size_t num_merges_ = 0;
@@ -127,6 +108,9 @@ class Encoder {
     std::string token_blob_;
     std::vector<uint8_t> token_defined_;
     std::unique_ptr<CachePool> caches_;
+    // The long-chunk encoder, built with the encoder; null when the vocabulary does not allow it.
+    std::unique_ptr<const Backtracker> backtracker_;
+    std::string backtrack_refusal_;
 };
 
 }  // namespace storygpt

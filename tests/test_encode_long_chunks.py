@@ -1,4 +1,4 @@
-"""Chunks longer than 64 bytes (the encoder's run-queue path) against two oracles.
+"""Chunks longer than 64 bytes (backtracking, or the run-queue loop where the ranks forbid it) against two oracles.
 
 * ``bpe_reference.Encoder`` with general-form merges: random merges over a
   3-letter alphabet with random ranks that tie often and do not follow the
