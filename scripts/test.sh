@@ -17,7 +17,9 @@ ruff format --check --quiet .
 # C++ style (.clang-format; files listed in .clang-format-ignore are skipped).
 echo ">> clang-format --dry-run --Werror csrc/"
 clang-format --dry-run --Werror csrc/*.h csrc/*.cpp
+# Default: the fast tests, on two worker processes (pytest-xdist; many tests start the tools as
+# subprocesses and wait for them). Any argument replaces all of this, e.g. `-m slow`.
 if [ "$#" -eq 0 ]; then
-    set -- -m "not slow and not perf"
+    set -- -m "not slow and not perf" -n 2
 fi
 exec python -m pytest "$@"
