@@ -16,59 +16,51 @@ results.csv, results.json and the plots.  See docs/compare.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
-import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
-import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
+from storygpt import toolrun
 from storygpt.atomic import write_text
+from storygpt.comparison import (
+    BUDGETS,
+    DEFAULT_BITS_CHARS,
+    DEFAULT_BUDGET_FLOPS,
+    DEFAULT_SPECS,
+    EVALS_PER_RUN,
+    CompareError,
+    Run,
+    Settings,
+    budget_label,
+    budget_of,
+    check_run_folder,
+    collect,
+    corpus_name,
+    eval_interval_for,
+    finished,
+    measured,
+    model_words,
+    number,
+    parse_specs,
+    read_json_or_none,
+    shape_flags,
+    shape_of,
+    stale_token_files,
+    status_line,
+    token_files,
+    vocab_size_of,
+)
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 
 HERE = Path(__file__).resolve().parent
 PROG = "compare.py"
 
-#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
-DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
-#: The default budget: training FLOPs per run (docs/compare.md explains the choice).
-DEFAULT_BUDGET_FLOPS = 5e12
-#: The default model shape (pretrain.py's "small" preset and its defaults before presets).
-DEFAULT_SHAPE = {"n_layer": 3, "n_head": 4, "n_embd": 96, "block_size": 128}
-#: Held-out characters bits.py measures per run (0: the whole validation split).
-DEFAULT_BITS_CHARS = 100_000
-#: Evaluations per run aimed at when compare.py chooses --eval-interval (FLOPs budgets).
-EVALS_PER_RUN = 10
-#: pretrain.py's windows per optimizer step when --batch-size is not given (for the estimate only).
-PRETRAIN_BATCH = 16
-#: Budgets: compare.py flag -> (pretrain.py flag, metrics.jsonl key, unit in words).
-BUDGETS = {
-    "budget_flops": ("--budget-flops", "flops", "training FLOPs"),
-    "budget_chars": ("--budget-chars", "chars", "training characters"),
-    "budget_tokens": ("--budget-tokens", "tokens", "training tokens"),
-    "minutes": ("--minutes", "elapsed", "minutes of wall time"),
-}
-#: summary.json stop reasons that mean "the budget is spent" (None: still running or interrupted).
-FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
-
-
-class CompareError(Exception):
-    """A problem reported in one line: ``compare.py: error: MESSAGE``."""
-
 
 # ------------------------------------------------------------------ command line
-def number(value: float) -> str:
-    """``6e12 -> '6e12'``, ``2e9 -> '2e9'``, ``2.5e6 -> '2.5e6'``, ``300 -> '300'`` (3 significant digits)."""
-    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{value:.3g}")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -169,358 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-@dataclass
-class Settings:
-    """What every run of one comparison shares; stored in each run folder's compare.json.
-
-    A run folder made with other settings is not reused (:func:`check_run_folder`).
-    """
-
-    corpus: str
-    data_dir: str
-    position: str
-    preset: str | None
-    shape: list  # pretrain.py flags: --preset and/or the shape flags
-    batch_size: int | None
-    seed: int
-    budget: str  # a key of BUDGETS
-    budget_value: float
-    bits_chars: int
-    pretrain_args: list
-    data_args: list
-
-    def differences(self, other: dict) -> list[str]:
-        """The training settings that differ from ``other`` (a stored :meth:`asdict`), as ``name: stored -> now``.
-
-        ``data_dir`` (the same folder may be named relatively or absolutely; the corpus name is compared)
-        and ``bits_chars`` (another --bits-chars only measures the runs again) are left out.
-        """
-        mine = asdict(self)
-        out = []
-        for k, v in mine.items():
-            if k in ("data_dir", "bits_chars"):
-                continue
-            if other.get(k) != v:
-                out.append(f"{k}: {other.get(k)!r} -> {v!r}")
-        return out
-
-
-def parse_specs(texts: list[str]) -> list:
-    """Parsed SPECs, in order, duplicates (``bpe`` and ``bpe:8192``) dropped.
-
-    Raises:
-        CompareError: an unknown or malformed SPEC (data.py's message).
-    """
-    from storygpt.tokenizers.spec import SpecError, parse_spec
-
-    specs = []
-    for t in texts:
-        try:
-            s = parse_spec(t)
-        except SpecError as e:
-            raise CompareError(str(e)) from None
-        if s not in specs:
-            specs.append(s)
-    return specs
-
-
-def budget_of(args) -> tuple[str, float]:
-    """The one budget given (key of :data:`BUDGETS`, value); FLOPs by default.
-
-    Raises:
-        CompareError: several budgets, or one that is not a positive finite number.
-    """
-    given = [k for k in BUDGETS if getattr(args, k) is not None]
-    if len(given) > 1:
-        flags = ", ".join(BUDGETS[k][0] for k in given)
-        raise CompareError(f"give one budget, not several ({flags}): every tokenizer gets the same one")
-    key = given[0] if given else "budget_flops"
-    value = getattr(args, key) if given else DEFAULT_BUDGET_FLOPS
-    if not (math.isfinite(value) and value > 0):
-        raise CompareError(f"{BUDGETS[key][0]} must be a positive number, got {value:g}")
-    return key, float(value)
-
-
-def budget_label(key: str, value: float) -> str:
-    """``("budget_flops", 6e12) -> "flops6e12"`` (for folder names)."""
-    short = {"budget_flops": "flops", "budget_chars": "chars", "budget_tokens": "tokens", "minutes": "minutes"}[key]
-    return f"{short}{number(value)}"
-
-
-def corpus_name(args) -> str:
-    """The corpus folder name data.py will use (``--name``, else the --train-file stem, else the corpus)."""
-    if args.name:
-        return args.name
-    if args.train_file:
-        return Path(args.train_file).stem
-    return args.corpus
-
-
-def shape_of(args) -> dict | None:
-    """n_layer, n_head, n_embd, block_size of the runs, or None when a --preset cannot be looked up here."""
-    explicit = {k: getattr(args, k) for k in DEFAULT_SHAPE if getattr(args, k) is not None}
-    if args.preset is None:
-        return {**DEFAULT_SHAPE, **explicit}
-    try:
-        from storygpt.model.presets import preset  # pretrain.py's presets
-    except ImportError:
-        return None
-    try:
-        base = preset(args.preset)
-    except ValueError as e:
-        raise CompareError(f"--preset: {e}") from None
-    return {k: base[k] for k in DEFAULT_SHAPE} | explicit
-
-
-def shape_flags(args) -> list[str]:
-    """pretrain.py's model flags: --preset and the shape flags given (or the default shape)."""
-    flags = []
-    if args.preset is not None:
-        flags += ["--preset", args.preset]
-    for k, default in DEFAULT_SHAPE.items():
-        v = getattr(args, k)
-        if v is None and args.preset is None:
-            v = default
-        if v is not None:
-            flags += [f"--{k.replace('_', '-')}", str(v)]
-    return flags
-
-
-def model_words(args, shape: dict | None) -> str:
-    """The model shape in words, for the report."""
-    pos = "learned positions" if args.learned else "rotary positions"
-    if shape is None:
-        return f"preset {args.preset}, {pos}"
-    words = (
-        f"{shape['n_layer']} layer{'s' if shape['n_layer'] != 1 else ''}, {shape['n_head']} "
-        f"head{'s' if shape['n_head'] != 1 else ''}, width {shape['n_embd']}, "
-        f"context {shape['block_size']} tokens, {pos}"
-    )
-    if args.preset:
-        words = f"preset {args.preset}: {words}"
-    if args.batch_size:
-        words += f", {args.batch_size} windows per step"
-    if args.pretrain_args.strip():
-        words += f"; pretrain.py {args.pretrain_args.strip()}"
-    return words
-
-
-def estimate_flops_per_token(shape: dict, vocab_size: int) -> float:
-    """Training FLOPs per token by docs/training.md's formula (6 N + attention + output layer).
-
-    Only used to space the evaluations; the budget itself is counted by pretrain.py.
-    """
-    L, d, T = shape["n_layer"], shape["n_embd"], shape["block_size"]
-    return 6 * 12 * L * d * d + 12 * L * T * d + 6 * d * vocab_size
-
-
-def eval_interval_for(args, budget: tuple[str, float], shape: dict | None, vocab_size: int | None) -> int | None:
-    """--eval-interval for one run: the user's, or about :data:`EVALS_PER_RUN` evaluations in a FLOPs budget."""
-    if args.eval_interval is not None:
-        return args.eval_interval
-    key, value = budget
-    if key != "budget_flops" or shape is None or vocab_size is None:
-        return None
-    tokens_per_step = (args.batch_size or PRETRAIN_BATCH) * shape["block_size"]
-    steps = value / (estimate_flops_per_token(shape, vocab_size) * tokens_per_step)
-    return max(10, int(steps // EVALS_PER_RUN))
-
-
-# ------------------------------------------------------------------ runs
-@dataclass
-class Run:
-    """One tokenizer's run of the comparison."""
-
-    spec: object  # storygpt.tokenizers.spec.TokenizerSpec
-    slug: str
-    folder: Path
-    log: Path
-
-
-def token_files(data_dir: Path, slug: str) -> list[Path]:
-    """The files data.py writes for one tokenizer (contract in docs/design.md)."""
-    return [data_dir / f"{n}-{slug}.{ext}" for n, ext in (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"))]
-
-
-def read_json_or_none(path: Path) -> dict | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def check_run_folder(run: Run, settings: Settings) -> None:
-    """Refuse a run folder that belongs to another comparison (another corpus or other settings).
-
-    Raises:
-        CompareError: naming the folder and what differs.
-    """
-    if not run.folder.exists():
-        return
-    summary = read_json_or_none(run.folder / "summary.json")
-    if summary is not None and summary.get("corpus") not in (None, settings.corpus):
-        raise CompareError(
-            f"run folder {run.folder} holds a run on corpus {summary.get('corpus')!r}, not {settings.corpus!r}; "
-            "give another --report (or --out-dir) for this corpus"
-        )
-    if summary is not None and summary.get("spec") not in (None, str(run.spec)):
-        raise CompareError(f"run folder {run.folder} holds a run of tokenizer {summary.get('spec')!r}, not {run.spec}")
-    stored = read_json_or_none(run.folder / "compare.json")
-    if stored is not None:
-        diff = settings.differences(stored.get("settings", {}))
-        if diff:
-            raise CompareError(
-                f"run folder {run.folder} was made with other settings ({'; '.join(diff)}); "
-                "give another --report for a new comparison, or delete the folder"
-            )
-
-
-def finished(run: Run) -> bool:
-    """True when the run's budget is spent (summary.json says why it stopped)."""
-    s = read_json_or_none(run.folder / "summary.json")
-    return s is not None and s.get("stop_reason") in FINISHED and (run.folder / "ckpt.pt").is_file()
-
-
-def measured(run: Run, settings: Settings) -> bool:
-    """True when bits.json is newer than the final checkpoint and measured --bits-chars characters."""
-    bits, ckpt = run.folder / "bits.json", run.folder / "ckpt.pt"
-    if read_json_or_none(bits) is None or not ckpt.is_file():
-        return False
-    stored = read_json_or_none(run.folder / "compare.json") or {}
-    if stored.get("measured_chars", settings.bits_chars) != settings.bits_chars:
-        return False
-    return bits.stat().st_mtime >= ckpt.stat().st_mtime
-
-
-def last_line(path: Path) -> str:
-    """The last non-empty line of a log file (a tool's one-line error), or ''."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    lines = [ln.strip() for ln in lines if ln.strip()]
-    return lines[-1][:300] if lines else ""
-
-
-class MetricsTail:
-    """Follow a growing metrics.jsonl: the latest ``step`` row's value of one key."""
-
-    def __init__(self, path: Path, key: str):
-        self.path, self.key, self.offset, self.value = path, key, 0, 0.0
-
-    def poll(self) -> float:
-        try:
-            size = self.path.stat().st_size
-            if size < self.offset:  # rewritten (a resume drops rows past its checkpoint)
-                self.offset = 0
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return self.value
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        for line in data[:end].splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and row.get("kind") == "step" and isinstance(row.get(self.key), (int, float)):
-                self.value = float(row[self.key])
-        return self.value
-
-
-@contextlib.contextmanager
-def forward_signals(proc: subprocess.Popen, received: list[int]):
-    """While inside, SIGINT and SIGTERM to compare.py are passed on to ``proc`` (and noted in ``received``).
-
-    The tool runs in its own session, so a Ctrl-C at the terminal reaches it once, through here.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def forward(signum, frame):
-        received.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | None = None, bar=None) -> int:
-    """Run a tool, its output appended to ``log`` (and shown with ``verbose``); returns its exit status.
-
-    While it runs, ``bar`` (a tqdm bar) follows ``follow``.  Ctrl-C or SIGTERM is passed on to the tool,
-    which is waited for (pretrain.py writes its checkpoint); then KeyboardInterrupt is raised.
-    """
-    log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    received: list[int] = []
-    with open(log, "a", encoding="utf-8") as f:
-        f.write(f"\n$ {shlex.join(cmd)}\n")
-        f.flush()
-        out = None if verbose else f
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=None if verbose else subprocess.STDOUT, env=env, start_new_session=True
-        )
-        with forward_signals(proc, received):
-            while True:
-                try:
-                    rc = proc.wait(timeout=1.0)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if bar is not None and follow is not None:
-                    bar.n = min(follow.poll(), bar.total)
-                    bar.refresh()
-        if bar is not None and follow is not None:
-            bar.n = min(follow.poll(), bar.total)
-            bar.refresh()
-    if received:
-        raise KeyboardInterrupt
-    return rc
-
-
 def python_tool(name: str) -> list[str]:
     return [sys.executable, str(HERE / name)]
 
 
 def tool_failed(tool: str, run: Run, rc: int) -> CompareError:
-    why = last_line(run.log)
+    why = toolrun.last_line(run.log)
     return CompareError(f"{tool} failed for {run.spec} (exit {rc}): {why} (log: {run.log})")
-
-
-def bpe_options(data_args: list[str]) -> dict:
-    """The BPE training options data.py gets from ``data_args`` (its defaults where they are not given)."""
-    from storygpt.data.prepare import DEFAULT_MIN_FREQUENCY, DEFAULT_PATTERN, DEFAULT_TIE_BREAK
-
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--pattern", default=DEFAULT_PATTERN)
-    p.add_argument("--tie-break", dest="tie_break", default=DEFAULT_TIE_BREAK)
-    p.add_argument("--min-frequency", dest="min_frequency", type=int, default=DEFAULT_MIN_FREQUENCY)
-    known, _ = p.parse_known_args(data_args)
-    return vars(known)
-
-
-def stale_token_files(data_dir: Path, slug: str, data_args: list[str]) -> str | None:
-    """Why the token files of ``slug`` in ``data_dir`` were made with other BPE options, or None.
-
-    The slug names the vocabulary size only; stats-SLUG.json records the pattern, tie rule and
-    minimum pair frequency data.py trained with.
-    """
-    stats = read_json_or_none(data_dir / f"stats-{slug}.json") or {}
-    if stats.get("kind") != "bpe":
-        return None
-    want = bpe_options(data_args)
-    diff = [f"{k} {stats.get(k)!r} (this comparison: {v!r})" for k, v in want.items() if stats.get(k) != v]
-    return ", ".join(diff) or None
 
 
 def prepare_data(run: Run, args, settings: Settings, data_dir: Path) -> bool:
@@ -544,22 +191,13 @@ def prepare_data(run: Run, args, settings: Settings, data_dir: Path) -> bool:
         if value is not None:
             cmd += [flag, str(value)]
     cmd += settings.data_args
-    rc = run_tool(cmd, run.log, args.verbose)
+    rc = toolrun.run_tool(cmd, run.log, args.verbose)
     if rc != 0:
         raise tool_failed("data.py", run, rc)
     missing = [str(p) for p in token_files(data_dir, run.slug) if not p.is_file()]
     if missing:
         raise CompareError(f"data.py did not write {', '.join(missing)} for {run.spec} (log: {run.log})")
     return True
-
-
-def vocab_size_of(data_dir: Path, slug: str) -> int | None:
-    from storygpt.checkpoint import load_tokenizer
-
-    try:
-        return load_tokenizer(data_dir / f"tokenizer-{slug}.json").vocab_size
-    except (OSError, ValueError):
-        return None
 
 
 def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, shape: dict | None) -> str:
@@ -614,7 +252,7 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} " + unit + " [{elapsed}<{remaining}]",
     )
     try:
-        rc = run_tool(cmd, run.log, args.verbose, MetricsTail(run.folder / "metrics.jsonl", key), bar)
+        rc = toolrun.run_tool(cmd, run.log, args.verbose, toolrun.MetricsTail(run.folder / "metrics.jsonl", key), bar)
     finally:
         bar.close()
     if rc != 0:
@@ -639,32 +277,12 @@ def measure(run: Run, args, settings: Settings) -> None:
     ]
     if args.device:
         cmd += ["--device", args.device]
-    rc = run_tool(cmd, run.log, args.verbose)
+    rc = toolrun.run_tool(cmd, run.log, args.verbose)
     if rc != 0:
         raise tool_failed("bits.py", run, rc)
     record = read_json_or_none(run.folder / "compare.json") or {"spec": str(run.spec), "settings": asdict(settings)}
     record["measured_chars"] = settings.bits_chars
     write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
-
-
-def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = None) -> str:
-    from storygpt.report import duration, human, sci
-
-    head = f"[{i}/{n}] {str(run.spec):<14}"
-    s = read_json_or_none(run.folder / "summary.json") or {}
-    b = read_json_or_none(run.folder / "bits.json") or {}
-    row = (b.get("results") or [{}])[0]
-    parts = [what]
-    if s:
-        parts.append(
-            f"{s.get('steps', 0):,} steps, {human(s.get('tokens'))} tokens, {human(s.get('chars'))} chars, "
-            f"{sci(s.get('flops'))} FLOPs, {duration(s.get('elapsed'))} training (stopped by {s.get('stop_reason')})"
-        )
-    if row.get("bits_per_character") is not None:
-        parts.append(f"held-out {row['bits_per_character']:.4f} bits/char")
-    if seconds is not None:
-        parts.append(f"{duration(seconds)} in all")
-    return head + " " + " | ".join(parts)
 
 
 # ------------------------------------------------------------------ main
@@ -774,35 +392,22 @@ def duration_since(t0: float) -> str:
     return duration(time.perf_counter() - t0)
 
 
-def collect(runs: list[Run]):
-    """Each run's :class:`storygpt.report.RunResult` and curve; checks they share the held-out characters."""
-    from storygpt.plot import MetricsError, run_curve
-    from storygpt.report import ReportError, result_from_files
-
-    results, curves = [], []
-    for run in runs:
-        try:
-            results.append(result_from_files(str(run.spec), run.slug, run.folder))
-            curves.append(run_curve(run.folder, str(run.spec)))
-        except (ReportError, MetricsError, FileNotFoundError) as e:
-            raise CompareError(str(e)) from None
-    texts = {(read_json_or_none(r.folder / "bits.json") or {}).get("text") for r in runs}
-    chars = {r.heldout_chars for r in results}
-    if len(texts) > 1 or len(chars) > 1:
-        raise CompareError(
-            f"the runs were measured on different held-out texts ({sorted(map(str, texts))}, {sorted(chars)} "
-            "characters): their bits per character cannot be compared"
-        )
-    return results, curves
+def shown(path: Path | str) -> str:
+    """``path`` relative to the working directory when it lies below it, else absolute (as storygpt.train.show
+    writes paths; here without importing storygpt.train, which imports torch)."""
+    p = Path(path).absolute()
+    try:
+        return str(p.relative_to(Path.cwd())) or "."
+    except ValueError:
+        return str(p)
 
 
 def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
     from storygpt.report import ReportMeta
-    from storygpt.train import show
 
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
-    source = show(bits.get("text", data_dir / "valid.txt"))  # relative to the working directory when below it
+    source = shown(bits.get("text", data_dir / "valid.txt"))  # relative to the working directory when below it
     if settings.bits_chars == 0 or n < settings.bits_chars:
         heldout = f"all {n:,} characters of {source}, the same for every tokenizer"
     else:

@@ -152,6 +152,57 @@ def read_fails_on_open(arg: str) -> None:
     docstream._open_binary = opener
 
 
+@fault
+def record_tools(arg: str) -> None:
+    """compare.py: no tool runs; each command it would run is appended to ``ARG`` as a JSON line
+    ``{"tool": "pretrain.py", "args": [...]}`` (the arguments after the tool's path), and the tool's part is
+    played with fake files (tests/fake_runs.py ``play``); every tool "succeeds" (exit status 0)."""
+    import json
+    from pathlib import Path
+
+    import fake_runs  # beside this file (the folder of the script run is on sys.path)
+
+    from storygpt import toolrun
+
+    def recorder(cmd, log, verbose, follow=None, bar=None):
+        tool = Path(cmd[1]).name
+        with open(arg, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"tool": tool, "args": cmd[2:]}) + "\n")
+        fake_runs.play(tool, cmd[2:])
+        return 0
+
+    toolrun.run_tool = recorder
+
+
+@fault
+def tool_fails(arg: str) -> None:
+    """compare.py: every tool it runs fails at once with exit status 1, after writing ``lots of output`` and
+    then the line ``ARG`` (its one-line error) to its log."""
+    from storygpt import toolrun
+
+    def failing(cmd, log, verbose, follow=None, bar=None):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"lots of output\n{arg}\n", encoding="utf-8")
+        return 1
+
+    toolrun.run_tool = failing
+
+
+@fault
+def read_only_report(arg: str) -> None:
+    """compare.py: the reports folder refuses files (the tests run as root, so a folder's mode cannot):
+    storygpt.report.write_report fails with EACCES on its first temporary file."""
+    import errno
+    import os
+
+    import storygpt.report
+
+    def read_only(report_dir, *a, **k):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(report_dir / ".report.md.x.tmp"))
+
+    storygpt.report.write_report = read_only
+
+
 def main(argv: list[str]) -> None:
     name, _, arg = argv[0].partition(":")
     tool, tool_args = argv[1], argv[2:]

@@ -1,0 +1,111 @@
+"""Run a command-line tool as a subprocess: its output to a log, Ctrl-C passed on, a progress bar following it.
+
+compare.py runs data.py, pretrain.py and bits.py through :func:`run_tool` (looked up on this module, so that
+tests can put a stand-in in its place).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+
+def last_line(path: Path) -> str:
+    """The last non-empty line of a log file (a tool's one-line error), or ''."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in lines if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+class MetricsTail:
+    """Follow a growing metrics.jsonl: the latest ``step`` row's value of one key."""
+
+    def __init__(self, path: Path, key: str):
+        self.path, self.key, self.offset, self.value = path, key, 0, 0.0
+
+    def poll(self) -> float:
+        try:
+            size = self.path.stat().st_size
+            if size < self.offset:  # rewritten (a resume drops rows past its checkpoint)
+                self.offset = 0
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return self.value
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and row.get("kind") == "step" and isinstance(row.get(self.key), (int, float)):
+                self.value = float(row[self.key])
+        return self.value
+
+
+@contextlib.contextmanager
+def forward_signals(proc: subprocess.Popen, received: list[int]):
+    """While inside, SIGINT and SIGTERM to compare.py are passed on to ``proc`` (and noted in ``received``).
+
+    The tool runs in its own session, so a Ctrl-C at the terminal reaches it once, through here.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum, frame):
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | None = None, bar=None) -> int:
+    """Run a tool, its output appended to ``log`` (and shown with ``verbose``); returns its exit status.
+
+    While it runs, ``bar`` (a tqdm bar) follows ``follow``.  Ctrl-C or SIGTERM is passed on to the tool,
+    which is waited for (pretrain.py writes its checkpoint); then KeyboardInterrupt is raised.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    received: list[int] = []
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"\n$ {shlex.join(cmd)}\n")
+        f.flush()
+        out = None if verbose else f
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=None if verbose else subprocess.STDOUT, env=env, start_new_session=True
+        )
+        with forward_signals(proc, received):
+            while True:
+                try:
+                    rc = proc.wait(timeout=1.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if bar is not None and follow is not None:
+                    bar.n = min(follow.poll(), bar.total)
+                    bar.refresh()
+        if bar is not None and follow is not None:
+            bar.n = min(follow.poll(), bar.total)
+            bar.refresh()
+    if received:
+        raise KeyboardInterrupt
+    return rc
