@@ -22,12 +22,10 @@ Marks: ``slow`` (left out by ``scripts/test.sh``), ``perf`` (wall-clock bounds, 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -84,16 +82,6 @@ def run_tool(
 
 
 @functools.cache
-def load_tool(name: str) -> types.ModuleType:
-    """The tool ``REPO/<name>.py`` as a module (being replaced by :func:`run_tool`)."""
-    module_name = f"_tool_{name}"
-    spec = importlib.util.spec_from_file_location(module_name, REPO / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def run_tools(name: str, argvs: list, **kwargs) -> list[subprocess.CompletedProcess]:
     """:func:`run_tool` ``name`` once per argument list in ``argvs``, as many at a time as there are CPU cores
     (the tests run on one); the finished processes in the order of ``argvs``."""
