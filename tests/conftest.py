@@ -21,7 +21,6 @@ Marks: ``slow`` (left out by ``scripts/test.sh``), ``perf`` (wall-clock bounds, 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -81,7 +80,6 @@ def run_tool(
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
-@functools.cache
 def run_tools(name: str, argvs: list, **kwargs) -> list[subprocess.CompletedProcess]:
     """:func:`run_tool` ``name`` once per argument list in ``argvs``, as many at a time as there are CPU cores
     (the tests run on one); the finished processes in the order of ``argvs``."""
