@@ -7,7 +7,7 @@ Usage::
 For each size (the first N MB of FILE, cut at a line end, written to a
 temporary file) the trainer runs from the file in a fresh subprocess per
 measurement: with 1 thread, 2 threads, and ``num_threads=0`` through
-``BPETokenizer.train`` (``default_train_threads``: one thread below 16 MB or
+``BPETokenizer.train`` (``default_train_threads``: one thread below 512 MB or
 on a busy machine).  The rounds are interleaved so that the rows of one size
 share the machine's load; the merges of every run must be identical before
 any time is printed.  Prints the median wall and CPU time and the peak

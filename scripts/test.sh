@@ -20,6 +20,6 @@ clang-format --dry-run --Werror csrc/*.h csrc/*.cpp
 # Default: the fast tests, on two worker processes (pytest-xdist; many tests start the tools as
 # subprocesses and wait for them). Any argument replaces all of this, e.g. `-m slow`.
 if [ "$#" -eq 0 ]; then
-    set -- -m "not slow and not perf" -n 2
+    set -- -m "not slow and not perf" -n 2 --dist worksteal
 fi
 exec python -m pytest "$@"
