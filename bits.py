@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint
         from storygpt.evaluate import count_characters, evaluate_bits
         from storygpt.runtime import pick_dtype, resolve_device
-        from storygpt.train import show
+        from storygpt.cli import show
 
         device = resolve_device(args.device)
         paths = []

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from storygpt import toolrun
 from storygpt.atomic import write_text
+from storygpt.cli import show
 from storygpt.comparison import (
     BUDGETS,
     DEFAULT_BITS_CHARS,
@@ -392,22 +393,12 @@ def duration_since(t0: float) -> str:
     return duration(time.perf_counter() - t0)
 
 
-def shown(path: Path | str) -> str:
-    """``path`` relative to the working directory when it lies below it, else absolute (as storygpt.train.show
-    writes paths; here without importing storygpt.train, which imports torch)."""
-    p = Path(path).absolute()
-    try:
-        return str(p.relative_to(Path.cwd())) or "."
-    except ValueError:
-        return str(p)
-
-
 def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
     from storygpt.report import ReportMeta
 
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
-    source = shown(bits.get("text", data_dir / "valid.txt"))  # relative to the working directory when below it
+    source = show(bits.get("text", data_dir / "valid.txt"))  # relative to the working directory when below it
     if settings.bits_chars == 0 or n < settings.bits_chars:
         heldout = f"all {n:,} characters of {source}, the same for every tokenizer"
     else:

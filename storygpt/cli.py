@@ -7,6 +7,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 
@@ -74,3 +75,13 @@ def table_parser(
             else:
                 g.add_argument(flag, type=typ, help=help, choices=choices.get(flag), **kw)
     return p
+
+
+def show(path: Path | str) -> str:
+    """``path`` as the tools print it: relative to the working directory when it lies below it, else
+    absolute (``"."`` for the working directory itself)."""
+    p = Path(path).absolute()
+    try:
+        return str(p.relative_to(Path.cwd())) or "."
+    except ValueError:
+        return str(p)

@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from storygpt import atomic
 from storygpt.atomic import write_text
 from storygpt.checkpoint import clean_state_dict, rng_state, save_checkpoint, set_rng_state
+from storygpt.cli import show
 from storygpt.runtime import Dist, StopFlag
 
 LN2 = math.log(2)
@@ -893,14 +894,6 @@ def log_master(msg: str) -> None:
 
         with tqdm.external_write_mode(file=sys.stdout):
             print(msg, file=sys.stdout, flush=True)
-
-
-def show(path: Path | str) -> str:
-    """``path`` relative to the working directory when it lies below it, else absolute."""
-    p = Path(path).absolute()
-    with contextlib.suppress(ValueError):
-        return str(p.relative_to(Path.cwd())) or "."
-    return str(p)
 
 
 # ------------------------------------------------------------------ resume

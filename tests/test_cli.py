@@ -55,3 +55,13 @@ def test_out_of_range_is_one_error_line(argv, message, capsys):
         parse(argv)
     assert e.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith(message)
+
+
+def test_show_prints_paths_relative_to_the_working_directory_when_below_it(tmp_path, monkeypatch):
+    from storygpt.cli import show
+
+    monkeypatch.chdir(tmp_path)
+    assert show(tmp_path / "runs" / "a" / "ckpt.pt") == "runs/a/ckpt.pt"
+    assert show("runs/a") == "runs/a"
+    assert show(tmp_path) == "."
+    assert show(tmp_path.parent / "elsewhere") == str(tmp_path.parent / "elsewhere")
