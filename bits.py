@@ -303,9 +303,9 @@ def main(argv: list[str] | None = None) -> int:
 
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint
+        from storygpt.cli import show
         from storygpt.evaluate import count_characters, evaluate_bits
         from storygpt.runtime import pick_dtype, resolve_device
-        from storygpt.cli import show
 
         device = resolve_device(args.device)
         paths = []
