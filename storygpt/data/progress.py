@@ -11,8 +11,8 @@ from tqdm import tqdm
 #: Bar labels of the trainer's stages, and their units.
 STAGES = {
     "count": ("count chunks", "B"),
-    "count chars": ("count chunks", "char"),
-    "count words": ("count words", "char"),
+    "count text": ("count chunks", "B"),
+    "count words": ("count words", "B"),
     "merge": ("learn merges", "merge"),
 }
 

@@ -76,7 +76,7 @@ class BuildOptions:
             counter spills next to it; ``None``: neither.
         characters: characters in the training documents, when known.
         progress: ``callback(stage, done, total)`` (e.g. ``storygpt.data.progress.StageBars``):
-            stages ``"count chars"``/``"count words"`` (characters), the BPE trainer's
+            stages ``"count text"``/``"count words"`` (bytes of a file, else characters), the BPE trainer's
             ``"count"`` (bytes) and ``"merge"``; ``None``: silent.
     """
 
@@ -212,13 +212,26 @@ def load(path: str | os.PathLike, **kwargs) -> Tokenizer:
 
 # ----------------------------------------------------------------------------- built-in kinds
 def _reported(docs: Iterable[str], opt: BuildOptions, stage: str) -> Iterator[str]:
-    """The documents, reporting the characters read so far to ``opt.progress`` as ``stage``."""
-    done = 0
-    for d in docs:
-        yield d
-        done += len(d)
-        if opt.progress is not None:
-            opt.progress(stage, done, opt.characters or 0)
+    """The documents, reporting progress to ``opt.progress`` as ``stage``: the bytes read of a
+    ``DocumentFile`` (anything with ``iter(on_bytes)`` and ``size``), else the characters."""
+    progress = opt.progress
+    if progress is None:
+        yield from docs
+    elif hasattr(docs, "iter") and hasattr(docs, "size"):
+        done = 0
+
+        def on_bytes(n: int) -> None:
+            nonlocal done
+            done += n
+            progress(stage, done, docs.size)
+
+        yield from docs.iter(on_bytes)
+    else:
+        done = 0
+        for d in docs:
+            yield d
+            done += len(d)
+            progress(stage, done, opt.characters or 0)
 
 
 def _build_bpe(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> BPETokenizer:
@@ -239,7 +252,7 @@ def _build_bpe(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> BPETo
         return train_bpe([opt.train_file], vocab_size, progress=opt.progress, **kw)
     progress = opt.progress
     merges_only = None if progress is None else (lambda s, d, t: None if s == "count" else progress(s, d, t))
-    return train_bpe(_reported(docs, opt, "count chars"), vocab_size, progress=merges_only, **kw)
+    return train_bpe(_reported(docs, opt, "count text"), vocab_size, progress=merges_only, **kw)
 
 
 def _build_word(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> WordTokenizer:
