@@ -24,12 +24,12 @@ from storygpt.data.prepare import (
     DEFAULT_MIN_FREQUENCY,
     DEFAULT_PATTERN,
     DEFAULT_TIE_BREAK,
-    DEFAULT_VOCAB,
     format_report,
     get_corpus,
     prepare,
 )
 from storygpt.helpformat import DefaultsOnceHelpFormatter
+from storygpt.tokenizers.registry import default_vocab
 from storygpt.tokenizers.spec import SpecError, parse_spec
 
 
@@ -95,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--vocab-size",
         type=int,
         help=f"vocabulary size of a trained tokenizer, the same as bpe:VOCAB or word:VOCAB (default "
-        f"{DEFAULT_VOCAB['bpe']:,} for bpe = 256 bytes + merges + <pad> + <|endoftext|>; "
-        f"{DEFAULT_VOCAB['word']:,} for word)",
+        f"{default_vocab('bpe'):,} for bpe = 256 bytes + merges + <pad> + <|endoftext|>; "
+        f"{default_vocab('word'):,} for word)",
     )
     p.add_argument(
         "--pattern",
@@ -157,9 +157,6 @@ def _main(args) -> int:
     if args.threads < 0:
         print("data.py: error: --threads must be >= 0", file=sys.stderr)
         return 2
-    if args.vocab_size is not None and args.vocab_size < 1:
-        print(f"data.py: error: --vocab-size must be positive, got {args.vocab_size}", file=sys.stderr)
-        return 2
     if args.batch_chars < 1:
         print(f"data.py: error: --batch-chars must be positive, got {args.batch_chars}", file=sys.stderr)
         return 2
@@ -184,11 +181,9 @@ def _main(args) -> int:
     try:
         spec = parse_spec("bpe" if args.bpe else (args.tokenizer or "word"))
         if args.vocab_size is not None:
-            if not spec.is_trained:
-                raise SpecError(f"--vocab-size applies to bpe and word, not to {spec}")
-            if spec.vocab_size is not None and args.tokenizer and ":" in args.tokenizer:
+            if spec.is_trained and args.tokenizer and ":" in args.tokenizer:
                 raise SpecError(f"--tokenizer {args.tokenizer} names a vocabulary size already; drop --vocab-size")
-            spec = parse_spec(f"{spec.kind}:{args.vocab_size}")
+            spec = spec.with_vocab_size(args.vocab_size)
         _ = spec.slug  # a missing hf:/file: file is named here, before the corpus is read
     except (SpecError, FileNotFoundError) as e:
         print(f"data.py: error: {e}", file=sys.stderr)

@@ -35,7 +35,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5, help="runs per case (medians are printed)")
     args = p.parse_args()
     sys.path.insert(0, args.root)
-    from storygpt.tokenizers import BPETokenizer
+    from storygpt.tokenizers.interop import from_tiktoken
 
     docs = Path(args.file).read_text(encoding="utf-8").split("<|endoftext|>")
     runs: dict[tuple, list[tuple[float, float, float]]] = {}
@@ -43,7 +43,7 @@ def main() -> None:
         for enc in args.encodings:
             for kind in ("lists", "numpy"):
                 for threads in (1, 2):
-                    tok = BPETokenizer.from_tiktoken(enc)
+                    tok = from_tiktoken(enc)
                     call = tok.encode_batch if kind == "lists" else tok.encode_batch_numpy
                     c0, m0, t0 = _cpu(), time.thread_time(), time.perf_counter()
                     call(docs, num_threads=threads)

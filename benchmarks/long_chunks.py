@@ -23,7 +23,7 @@ import random
 import time
 from pathlib import Path
 
-from storygpt.tokenizers import BPETokenizer
+from storygpt.tokenizers.interop import from_tiktoken
 
 MAX_BYTES = 300_000
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     print("| vocab | input | bytes per chunk | merge loop ns/B | backtracking ns/B | merge / backtrack |")
     print("|---|---|---|---|---|---|")
     for name in args.encodings:
-        enc = BPETokenizer.from_tiktoken(name)._encoder
+        enc = from_tiktoken(name)._encoder
         if enc.backtrack_refusal:
             raise SystemExit(f"{name}: backtracking refused: {enc.backtrack_refusal}")
         for kind, text in data.items():

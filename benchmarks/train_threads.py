@@ -7,7 +7,7 @@ Usage::
 For each size (the first N MB of FILE, cut at a line end, written to a
 temporary file) the trainer runs from the file in a fresh subprocess per
 measurement: with 1 thread, 2 threads, and ``num_threads=0`` through
-``BPETokenizer.train`` (``default_train_threads``: one thread below 512 MB or
+``train_bpe`` (``default_train_threads``: one thread below 512 MB or
 on a busy machine).  The rounds are interleaved so that the rows of one size
 share the machine's load; the merges of every run must be identical before
 any time is printed.  Prints the median wall and CPU time and the peak
@@ -33,13 +33,13 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 
 
 def worker(path: str, vocab_size: int, threads: int) -> None:
-    from storygpt.tokenizers import BPETokenizer
+    from storygpt.tokenizers import train_bpe
     from storygpt.tokenizers.bpe import default_train_threads
 
     chosen = threads or default_train_threads(os.path.getsize(path))
     c0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    tok = BPETokenizer.train([path], vocab_size, pattern="gpt2", special_tokens=["<|endoftext|>"], num_threads=threads)
+    tok = train_bpe([path], vocab_size, pattern="gpt2", special_tokens=["<|endoftext|>"], num_threads=threads)
     wall = time.perf_counter() - t0
     c1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime

@@ -246,11 +246,11 @@ def worker_encode(lib: str, path: str, threads: int, repeats: int, mode: str, en
         inputs = [synthetic(mode)]
     base = _peak_mb()
     if lib in ("storygpt", "storygpt-np"):
-        from storygpt.tokenizers import BPETokenizer
+        from storygpt.tokenizers.interop import from_tiktoken
 
         # A fresh tokenizer (empty chunk cache) for every run: no run profits
         # from the cache an earlier run filled.
-        fresh = [BPETokenizer.from_tiktoken(encoding) for _ in range(repeats)]
+        fresh = [from_tiktoken(encoding) for _ in range(repeats)]
         used = []  # freed after the timings: a run must not time freeing the tokenizer it used
 
         def fn():

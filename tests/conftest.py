@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 from storygpt.tokenizers import EOT
-from storygpt.tokenizers.bpe import _load_cpp
+from storygpt.tokenizers.bpe import load_cpp
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -48,7 +48,7 @@ try:
 except ImportError:
     HAVE_TIKTOKEN = False
 try:
-    _load_cpp()
+    load_cpp()
     HAVE_CPP = True
 except ImportError:
     HAVE_CPP = False

@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storygpt import _bpe
-from storygpt.tokenizers import BPETokenizer
 from storygpt.tokenizers import bpe_reference as ref
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import from_tiktoken
 
 ALPHABETS = {
     "spaces": " ",
@@ -60,7 +61,7 @@ def _training_text() -> str:
 @pytest.fixture(scope="module", params=["smallest_ids", "largest_bytes"])
 def trained(request):
     """The C++ encoder of a 600-token vocabulary trained by storygpt on runs and random text."""
-    tok = BPETokenizer.train(_training_text(), 600, pattern="simple", special_tokens=[], tie_break=request.param)
+    tok = train_bpe(_training_text(), 600, pattern="simple", special_tokens=[], tie_break=request.param)
     return tok._encoder
 
 
@@ -165,7 +166,7 @@ def openai(request):
     tiktoken = pytest.importorskip("tiktoken")
     if not CACHE.is_dir():
         pytest.skip(f"tiktoken cache not found at {CACHE}")
-    return BPETokenizer.from_tiktoken(request.param), tiktoken.get_encoding(request.param)
+    return from_tiktoken(request.param), tiktoken.get_encoding(request.param)
 
 
 def test_openai_long_chunks(openai):
@@ -190,7 +191,7 @@ def test_openai_long_chunks(openai):
 def test_fuzz_trained(tie_break):
     rng = random.Random(tie_break)
     for vocab_size in (300, 1000, 3000):
-        tok = BPETokenizer.train(_training_text(), vocab_size, pattern="simple", special_tokens=[], tie_break=tie_break)
+        tok = train_bpe(_training_text(), vocab_size, pattern="simple", special_tokens=[], tie_break=tie_break)
         for _ in range(1500):
             alphabet = rng.choice(list(ALPHABETS.values()))
             _assert_same(tok._encoder, _text(rng, alphabet, rng.randint(1, 5000)))

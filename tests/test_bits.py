@@ -27,6 +27,7 @@ from storygpt.evaluate import (  # noqa: E402
     take_characters,
     token_stream,
 )
+from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -354,7 +355,7 @@ def make_run(folder, kind, data_dir, corpus, train_docs, *, steps=15, block_size
     GPT, GPTConfig, BPETokenizer, WordTokenizer, save_checkpoint = real_pieces()
     text = "\n".join(train_docs)
     if kind == "bpe":
-        tok = BPETokenizer.train(text, vocab_size=300, pattern="simple")
+        tok = train_bpe(text, vocab_size=300, pattern="simple")
     else:
         tok = WordTokenizer.train(train_docs, vocab_size=40)
     ids = [tok.eot_id]

@@ -661,10 +661,10 @@ def test_large_corpus_trains_from_train_txt(tmp_path, monkeypatch):
     """Above TRAIN_FROM_FILE_CHARS the C++ trainer reads train.txt itself; the merges are the
     reference trainer's on that file's bytes (separator lines are the special token)."""
     from storygpt.data import prepare as prep
-    from storygpt.tokenizers import bpe_reference
+    from storygpt.tokenizers import bpe_reference, registry
 
     _tokenizers()
-    monkeypatch.setattr(prep, "TRAIN_FROM_FILE_CHARS", 0)
+    monkeypatch.setattr(registry, "TRAIN_FROM_FILE_CHARS", 0)
     corpus = prep.Corpus("big", TINY_DOCS[:9], TINY_DOCS[9:], "TINY_DOCS")
     prep.prepare("bpe", corpus, tmp_path, vocab_size=290, pattern="gpt2", num_threads=1, progress=False)
     tok = _tokenizers().load(tmp_path / "big" / "tokenizer-bpe-290.json")

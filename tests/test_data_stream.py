@@ -20,8 +20,8 @@ from conftest import run_tool
 from storygpt.data import binfile, corpora, streamsplit
 from storygpt.data.binfile import HEADER_SIZE, read_tokens
 from storygpt.data.docstream import DocumentFile, iter_documents, iter_stories
-from storygpt.data.wordcount import WordCounter, train_word_tokenizer
 from storygpt.tokenizers.base import EOT
+from storygpt.tokenizers.word_train import WordCounter, train_word_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from conftest import CORPORA, needs_cache, needs_corpora, needs_cpp
 
-from storygpt.tokenizers import BPETokenizer
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import from_tiktoken
 
 pytestmark = needs_cpp
 
@@ -31,7 +32,7 @@ def _texts(seed: int, n: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def gpt2():
-    return BPETokenizer.from_tiktoken("gpt2")
+    return from_tiktoken("gpt2")
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def test_tokenizer_batch_equals_tiktoken(gpt2):
 
 @pytest.mark.parametrize("backend", ["cpp", "reference"])
 def test_tokenizer_batch_specials_and_surrogates(backend):
-    tok = BPETokenizer.train("\n".join(_texts(3, 20)), 300, special_tokens=["<|endoftext|>"], backend=backend)
+    tok = train_bpe("\n".join(_texts(3, 20)), 300, special_tokens=["<|endoftext|>"], backend=backend)
     eot = tok.special_tokens["<|endoftext|>"]
     texts = ["a café<|endoftext|>the story", "lone \ud800 surrogate", "", "<|endoftext|>"] + _texts(4, 30)
     want = [tok.encode(t, allowed_special="all") for t in texts]

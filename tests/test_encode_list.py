@@ -17,7 +17,7 @@ import pytest
 from conftest import needs_cache, needs_cpp
 
 from storygpt import _bpe
-from storygpt.tokenizers.bpe import BPETokenizer
+from storygpt.tokenizers.interop import from_tiktoken
 
 pytestmark = needs_cpp
 
@@ -84,7 +84,7 @@ def test_concurrent_calls_get_their_own_caches():
 def test_encode_ordinary_lists_equal_tiktoken(name):
     import tiktoken
 
-    tok = BPETokenizer.from_tiktoken(name)
+    tok = from_tiktoken(name)
     ref = tiktoken.get_encoding(name)
     for text in (MIXED, "a\ud800b lone surrogate", _random_words(2000, seed=3), ""):
         ids = tok.encode_ordinary(text)

@@ -21,6 +21,7 @@ from conftest import CACHE
 
 from storygpt import _bpe
 from storygpt.tokenizers import bpe_reference as ref
+from storygpt.tokenizers.interop import from_tiktoken
 
 
 def _random_merges(rng: random.Random, n_merges: int, alphabet: bytes):
@@ -69,9 +70,8 @@ def gpt2():
     if not CACHE.is_dir():
         pytest.skip(f"tiktoken cache not found at {CACHE}")
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(CACHE))
-    from storygpt.tokenizers import BPETokenizer
 
-    return BPETokenizer.from_tiktoken("gpt2"), tiktoken.get_encoding("gpt2")
+    return from_tiktoken("gpt2"), tiktoken.get_encoding("gpt2")
 
 
 def test_long_chunks_match_tiktoken(gpt2):

@@ -14,7 +14,8 @@ import pytest
 from conftest import CACHE, SHARED, run_tool
 
 from storygpt.tokenizers import EOT, BPETokenizer, HFTokenizer, InteropError, merges_from_ranks, parse_spec
-from storygpt.tokenizers.interop import from_hf
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import from_gpt2_files, from_hf, from_tiktoken, save_hf, save_tiktoken, to_tiktoken
 
 CORPORA = sorted((SHARED / "corpora").glob("*.txt")) if (SHARED / "corpora").is_dir() else []
 PATTERNS = ("simple", "gpt2", "gpt4", "o200k")
@@ -39,20 +40,20 @@ def trained():
     if not CORPORA:
         pytest.skip(f"shared corpora not found at {SHARED / 'corpora'}")
     text = EOT.join(p.read_text(encoding="utf-8")[:20_000] for p in CORPORA)
-    return {p: BPETokenizer.train(text, 360, pattern=p, special_tokens=("<pad>", EOT)) for p in PATTERNS}
+    return {p: train_bpe(text, 360, pattern=p, special_tokens=("<pad>", EOT)) for p in PATTERNS}
 
 
 def check_export_import(tok, tmp_path, limit):
     """save_hf, from_hf, to_tiktoken and save_tiktoken/from_tiktoken give tok's ids; decode identical."""
     tokenizers = pytest.importorskip("tokenizers", reason="Hugging Face tokenizers not installed (pip install .[test])")
     pytest.importorskip("tiktoken", reason="tiktoken not installed (pip install .[test])")
-    tok.save_hf(tmp_path / "tokenizer.json")
+    save_hf(tok, tmp_path / "tokenizer.json")
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
-    back = BPETokenizer.from_hf(tmp_path / "tokenizer.json")
+    back = from_hf(tmp_path / "tokenizer.json")
     assert back.special_tokens == tok.special_tokens and back.pattern == tok.pattern
-    tt = tok.to_tiktoken()
-    tok.save_tiktoken(tmp_path / "ranks.tiktoken")
-    from_file = BPETokenizer.from_tiktoken(tmp_path / "ranks.tiktoken", tok.pattern, tok.special_tokens)
+    tt = to_tiktoken(tok)
+    save_tiktoken(tok, tmp_path / "ranks.tiktoken")
+    from_file = from_tiktoken(tmp_path / "ranks.tiktoken", tok.pattern, tok.special_tokens)
     for path in CORPORA:
         docs = docs_of(path, limit)
         want = tok.encode_batch(docs, disallowed_special=())
@@ -87,11 +88,11 @@ def test_trained_bpe_export_import_every_document(trained, pattern, tmp_path):
 def check_tiktoken_vocab(name, tmp_path, limit, export_hf):
     tiktoken = pytest.importorskip("tiktoken", reason="tiktoken not installed (pip install .[test])")
     enc = tiktoken.get_encoding(name)
-    tok = BPETokenizer.from_tiktoken(name)
+    tok = from_tiktoken(name)
     hf = None
     if export_hf:
         tokenizers = pytest.importorskip("tokenizers", reason="Hugging Face tokenizers not installed")
-        tok.save_hf(tmp_path / "tokenizer.json")
+        save_hf(tok, tmp_path / "tokenizer.json")
         hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     for path in CORPORA:
         docs = docs_of(path, limit)
@@ -140,12 +141,12 @@ def test_merges_from_ranks_gives_gpt2_vocab_bpe():
 @needs_cache
 def test_gpt2_files_import_equals_tiktoken_and_hf_roundtrip(tmp_path):
     pytest.importorskip("tiktoken", reason="tiktoken not installed")
-    files = BPETokenizer.from_gpt2_files(
+    files = from_gpt2_files(
         CACHE / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6", CACHE / "6d1cbeee0f20b3d9449abfede4726ed8212e3aee"
     )
     assert files.eot_id == 50256 and files.vocab_size == 50257
     text = "Hello, do you like tea? <|endoftext|> In the sunlit terraces of someunknownPlace."
-    ranks = BPETokenizer.from_tiktoken("gpt2")
+    ranks = from_tiktoken("gpt2")
     assert files.encode(text, "all") == ranks.encode(text, "all")
 
 
@@ -157,8 +158,8 @@ def write_json(path: Path, d) -> Path:
 
 @pytest.fixture
 def small_hf(tmp_path):
-    tok = BPETokenizer.train("the cat sat on the mat, the end " * 20, 280, pattern="gpt4")
-    tok.save_hf(tmp_path / "tokenizer.json")
+    tok = train_bpe("the cat sat on the mat, the end " * 20, 280, pattern="gpt4")
+    save_hf(tok, tmp_path / "tokenizer.json")
     return json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
 
 
@@ -211,7 +212,7 @@ def test_export_refuses_what_it_cannot_write_exactly():
 
 
 def test_special_token_in_text_is_an_error_unless_allowed():
-    tok = BPETokenizer.train("hello world " * 10, 270, special_tokens=("<pad>", EOT))
+    tok = train_bpe("hello world " * 10, 270, special_tokens=("<pad>", EOT))
     with pytest.raises(ValueError, match=r"^text contains the special token '<\|endoftext\|>': pass allowed_special"):
         tok.encode("a <|endoftext|> b")
     assert tok.encode("a <|endoftext|> b", allowed_special={EOT})[1:2] != []
@@ -234,7 +235,7 @@ def test_from_vocab_keeps_the_id_of_a_special_already_in_the_vocabulary():
 
 
 def test_a_huge_id_is_refused_before_any_allocation(tmp_path):
-    d = BPETokenizer.train("the cat " * 10, 262).to_dict()
+    d = train_bpe("the cat " * 10, 262).to_dict()
     d["special_tokens"]["<|endoftext|>"] = (1 << 26) - 1
     path = write_json(tmp_path / "t.json", d)
     from storygpt.tokenizers import TokenizerFileError, load
@@ -245,7 +246,7 @@ def test_a_huge_id_is_refused_before_any_allocation(tmp_path):
 
 def test_short_training_warns_with_the_size_reached():
     with pytest.warns(UserWarning, match=r"stopped at vocab_size 26\d .* short of the 1,000 asked"):
-        BPETokenizer.train("abcabc abd", 1000)
+        train_bpe("abcabc abd", 1000)
 
 
 def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path):
@@ -273,7 +274,7 @@ def test_tiktoken_download_failure_is_one_error_naming_the_cache(monkeypatch, tm
     monkeypatch.setattr(tiktoken, "get_encoding", offline)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     with pytest.raises(InteropError) as e:
-        BPETokenizer.from_tiktoken("gpt2")
+        from_tiktoken("gpt2")
     assert str(e.value) == (
         "tiktoken:gpt2 needs OpenAI's BPE files, downloaded on first use, and the download failed "
         "(ConnectionError: HTTPSConnectionPool(host='openaipublic.blob.core.windows.net', port=443)); "

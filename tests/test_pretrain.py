@@ -26,6 +26,7 @@ from storygpt.checkpoint import CheckpointError, load_checkpoint, read_checkpoin
 from storygpt.data import write_tokens
 from storygpt.model import GPT, GPTConfig
 from storygpt.tokenizers import BPETokenizer, WordTokenizer
+from storygpt.tokenizers.bpe_train import train_bpe
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -65,7 +66,7 @@ SLUG = {"word": "word-10000", "bpe": "bpe-300"}
 
 def make_corpus(root: Path, name="tiny", valid_text=None, kind="word") -> Path:
     """A corpus folder as data.py writes it: train.txt, valid.txt and the token files of ``kind``."""
-    tok = word_tokenizer() if kind == "word" else BPETokenizer.train(TEXT, 300, backend="reference")
+    tok = word_tokenizer() if kind == "word" else train_bpe(TEXT, 300, backend="reference")
     d = root / name
     d.mkdir(parents=True)
     slug = SLUG[kind]
@@ -218,7 +219,7 @@ def test_bpe_rope_run_and_load(tmp_path):
     assert m["steps"] == 3 and m["spec"] == "bpe:300" and m["config"]["position"] == "rope"
     model, tok, ckpt = load_checkpoint(tmp_path / "ck" / "tiny" / "rope-bpe-300" / "best.pt")
     assert isinstance(tok, BPETokenizer) and tok.kind == "bpe" and tok.vocab_size == model.config.vocab_size
-    assert tok.fingerprint() == BPETokenizer.train(TEXT, 300, backend="reference").fingerprint()
+    assert tok.fingerprint() == train_bpe(TEXT, 300, backend="reference").fingerprint()
     out = model.generate(torch.tensor([tok.encode("the cat")]), 5, seed=0)
     assert out.shape[1] == len(tok.encode("the cat")) + 5
 

@@ -8,11 +8,11 @@ from storygpt.tokenizers.spec import SpecError, TokenizerSpec, parse_spec
 @pytest.mark.parametrize(
     "text, kind, arg, slug",
     [
-        ("bpe", "bpe", "8192", "bpe-8192"),
-        ("bpe:512", "bpe", "512", "bpe-512"),
-        ("BPE:0512", "bpe", "512", "bpe-512"),
-        ("word", "word", "10000", "word-10000"),
-        ("word:300", "word", "300", "word-300"),
+        ("bpe", "bpe", 8192, "bpe-8192"),
+        ("bpe:512", "bpe", 512, "bpe-512"),
+        ("BPE:0512", "bpe", 512, "bpe-512"),
+        ("word", "word", 10000, "word-10000"),
+        ("word:300", "word", 300, "word-300"),
         ("byte", "byte", None, "byte"),
         ("tiktoken:gpt2", "tiktoken", "gpt2", "tiktoken-gpt2"),
         ("tiktoken:o200k_base", "tiktoken", "o200k_base", "tiktoken-o200k_base"),

@@ -15,6 +15,7 @@ import pytest
 from conftest import CACHE, HAVE_TIKTOKEN, run_tool, run_tools
 
 from storygpt.tokenizers import from_dict, load, parse_spec
+from storygpt.tokenizers.bpe_train import train_bpe
 
 WORDS = "the cat sat on a mat and a dog ran to the old tree where children played all day long".split()
 
@@ -56,10 +57,9 @@ def hf_files(tmp: Path, corpus: Path) -> dict[str, Path]:
 
 def specs(tmp: Path, corpus: Path) -> list[str]:
     hf = hf_files(tmp, corpus)
-    from storygpt.tokenizers import BPETokenizer
 
     own = tmp / "own-tokenizer.json"
-    BPETokenizer.train(corpus.read_text(encoding="utf-8"), 280, pattern="o200k").save(own)
+    train_bpe(corpus.read_text(encoding="utf-8"), 280, pattern="o200k").save(own)
     out = ["bpe:300", "word:60", "byte", f"hf:{hf['wordpiece']}", f"hf:{hf['unigram']}", f"file:{own}"]
     if CACHE.is_dir() and HAVE_TIKTOKEN:
         out.append("tiktoken:gpt2")

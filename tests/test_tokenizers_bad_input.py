@@ -18,7 +18,8 @@ from conftest import HAVE_TIKTOKEN, needs_cache, one_error_line, run_tool
 
 from storygpt.checkpoint import tokenizer_from_dict
 from storygpt.tokenizers import BPETokenizer, io, spec
-from storygpt.tokenizers.interop import InteropError, check_tiktoken_name, to_hf_dict
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import InteropError, check_tiktoken_name, from_hf, from_tiktoken, to_hf_dict
 
 needs_tiktoken = pytest.mark.skipif(not HAVE_TIKTOKEN, reason="tiktoken is not installed")
 BACKENDS = ["cpp", "reference"]
@@ -34,8 +35,8 @@ I64_MAX = (1 << 63) - 1
     ],
 )
 def test_train_from_counts_refuses_counts_whose_pair_counts_could_overflow(counts):
-    with pytest.raises(ValueError, match=r"^train_from_counts: counts too large: pair counts could exceed 2\*\*63-1 "):
-        BPETokenizer.train_from_counts(counts, 262)
+    with pytest.raises(ValueError, match=r"^train_bpe counts: counts too large: pair counts could exceed 2\*\*63-1 "):
+        train_bpe(counts, 262)
 
 
 @pytest.mark.parametrize(
@@ -43,18 +44,16 @@ def test_train_from_counts_refuses_counts_whose_pair_counts_could_overflow(count
     [({"hello": 2**63}, "'hello'"), ({"a": 2**62, b"a": 2**62}, "b'a'"), ({"x": 10**30}, "'x'")],
 )
 def test_train_from_counts_refuses_a_count_of_2_to_the_63_naming_the_chunk(counts, chunk):
-    with pytest.raises(
-        ValueError, match=rf"^train_from_counts: the count of chunk {chunk} must be below 2\*\*63, got "
-    ):
-        BPETokenizer.train_from_counts(counts, 262)
+    with pytest.raises(ValueError, match=rf"^train_bpe counts: the count of chunk {chunk} must be below 2\*\*63, got "):
+        train_bpe(counts, 262)
 
 
 def test_train_from_counts_at_the_int64_bound_learns_the_right_merges():
     # the bound is exactly 2**63 - 1: accepted, and 'ab' (count 2**63 - 1) is merged first
-    tok = BPETokenizer.train_from_counts({"ab": I64_MAX, "c": 5}, 257, special_tokens=[])
+    tok = train_bpe({"ab": I64_MAX, "c": 5}, 257, special_tokens=[])
     assert tok.merges == [(97, 98, 256)]
     # large counts below the bound keep their order: 'ab' (2 * 2**61) > 'x'+'ab' (2**61) > 'cd' (2**61 - 1)
-    tok = BPETokenizer.train_from_counts({"ab": 2**61, "cd": 2**61 - 1, "xab": 2**61}, 259, special_tokens=[])
+    tok = train_bpe({"ab": 2**61, "cd": 2**61 - 1, "xab": 2**61}, 259, special_tokens=[])
     assert tok.merges == [(97, 98, 256), (120, 256, 257), (99, 100, 258)]
 
 
@@ -63,7 +62,7 @@ def test_train_from_counts_at_the_int64_bound_learns_the_right_merges():
 def trained():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return BPETokenizer.train("the cat sat on the mat with the hat " * 30, 300, pattern="gpt4")
+        return train_bpe("the cat sat on the mat with the hat " * 30, 300, pattern="gpt4")
 
 
 CUT_MSG = r"vocab entry 266 \(token b'ith'\) is not produced by any merge and is not a byte or special token"
@@ -98,12 +97,12 @@ def test_from_hf_with_fewer_merges_than_vocab_is_refused_naming_the_file(trained
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(h))
     with pytest.raises(InteropError, match=rf"^{path}: model: {CUT_MSG}$"):
-        BPETokenizer.from_hf(path)
+        from_hf(path)
 
 
 def test_from_hf_of_a_folder_names_it(tmp_path):
     with pytest.raises(IsADirectoryError, match=rf"^{tmp_path}: is a folder, not a tokenizer.json file$"):
-        BPETokenizer.from_hf(tmp_path)
+        from_hf(tmp_path)
 
 
 # ------------------------------------------------------------------------------- tiktoken
@@ -123,12 +122,12 @@ def test_from_tiktoken_names_an_empty_or_malformed_file(tmp_path, text, message)
     path = tmp_path / "bad.tiktoken"
     path.write_text(text)
     with pytest.raises(InteropError, match=rf"^{re.escape(str(path))}{message}"):
-        BPETokenizer.from_tiktoken(path)
+        from_tiktoken(path)
 
 
 def test_from_tiktoken_of_a_folder_says_it_is_a_folder(tmp_path):
     with pytest.raises(IsADirectoryError, match=rf"^{tmp_path}: is a folder, not a .tiktoken rank file$"):
-        BPETokenizer.from_tiktoken(tmp_path)
+        from_tiktoken(tmp_path)
 
 
 def test_from_tiktoken_names_a_repeated_rank_and_its_lines(tmp_path):
@@ -136,19 +135,19 @@ def test_from_tiktoken_names_a_repeated_rank_and_its_lines(tmp_path):
     tokens[254] = (b"\xfe", 255)  # lines 255 and 256 both have rank 255
     path = _rank_file(tmp_path / "dup.tiktoken", tokens)
     with pytest.raises(InteropError, match=rf"^{path}: rank 255 appears twice, lines 255 and 256$"):
-        BPETokenizer.from_tiktoken(path)
+        from_tiktoken(path)
 
 
 def test_from_tiktoken_names_a_repeated_token_and_its_lines(tmp_path):
     tokens = [(bytes([b]), b) for b in range(256)] + [(b"ab", 256), (b"ab", 257)]
     path = _rank_file(tmp_path / "dup.tiktoken", tokens)
     with pytest.raises(InteropError, match=rf"^{path}: token b'ab' appears twice, lines 257 and 258$"):
-        BPETokenizer.from_tiktoken(path)
+        from_tiktoken(path)
 
 
 def test_from_tiktoken_a_valid_small_rank_file_still_loads(tmp_path):
     tokens = [(bytes([b]), b) for b in range(256)] + [(b"ab", 256)]
-    tok = BPETokenizer.from_tiktoken(_rank_file(tmp_path / "ok.tiktoken", tokens))
+    tok = from_tiktoken(_rank_file(tmp_path / "ok.tiktoken", tokens))
     assert tok.encode("abab") == [256, 256] and tok.vocab_size == 258
 
 
@@ -156,7 +155,7 @@ def test_from_tiktoken_a_valid_small_rank_file_still_loads(tmp_path):
 @pytest.mark.parametrize("name", ["", "nope"])
 def test_from_tiktoken_unknown_name_lists_the_known_ones(name):
     with pytest.raises(InteropError, match=rf"^unknown tiktoken encoding '{name}'; known: .*\bcl100k_base\b.*\bgpt2\b"):
-        BPETokenizer.from_tiktoken(name)
+        from_tiktoken(name)
 
 
 @needs_tiktoken
@@ -186,7 +185,7 @@ def test_data_py_with_an_unknown_tiktoken_name_fails_in_one_line_before_any_work
 
 @needs_cache
 def test_from_tiktoken_known_name_still_loads():
-    tok = BPETokenizer.from_tiktoken("gpt2")
+    tok = from_tiktoken("gpt2")
     assert tok.vocab_size == 50257 and tok.encode("hello world") == [31373, 995]
 
 
@@ -210,8 +209,8 @@ def test_from_tiktoken_known_name_still_loads():
 )
 def test_train_arguments_are_checked_in_python_for_both_backends(backend, kwargs, error, message):
     for train in (
-        lambda: BPETokenizer.train("hello hello", 262, backend=backend, **kwargs),
-        lambda: BPETokenizer.train_from_iterator(["hello", "hello"], 262, backend=backend, **kwargs),
+        lambda: train_bpe("hello hello", 262, backend=backend, **kwargs),
+        lambda: train_bpe(iter(["hello", "hello"]), 262, backend=backend, **kwargs),
     ):
         with pytest.raises(error, match=message):
             train()
@@ -219,17 +218,17 @@ def test_train_arguments_are_checked_in_python_for_both_backends(backend, kwargs
 
 def test_train_from_counts_checks_its_arguments_too():
     with pytest.raises(ValueError, match=r"^min_frequency must be an integer, got 1.5"):
-        BPETokenizer.train_from_counts({"ab": 2}, 260, min_frequency=1.5)
+        train_bpe({"ab": 2}, 260, min_frequency=1.5)
     with pytest.raises(TypeError, match=r"^special_tokens must be a list of str, got str$"):
-        BPETokenizer.train_from_counts({"ab": 2}, 260, special_tokens="<eot>")
+        train_bpe({"ab": 2}, 260, special_tokens="<eot>")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_train_on_a_folder_says_it_is_a_folder(backend, tmp_path):
     with pytest.raises(IsADirectoryError, match=rf"^training file {tmp_path} is a folder, not a file$"):
-        BPETokenizer.train([str(tmp_path)], 262, backend=backend)
-    with pytest.raises(TypeError, match=r"^text_or_files: pass a list of paths, not one path"):
-        BPETokenizer.train(tmp_path, 262, backend=backend)
+        train_bpe([str(tmp_path)], 262, backend=backend)
+    with pytest.raises(TypeError, match=r"^source: pass a list of paths, not one path"):
+        train_bpe(tmp_path, 262, backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -238,6 +237,6 @@ def test_non_utf8_bytes_and_files_are_trained_on_as_bytes(backend, tmp_path):
     path = tmp_path / "latin.bin"
     path.write_bytes(data)
     for source in (data, [path]):
-        tok = BPETokenizer.train(source, 258, pattern="gpt4", special_tokens=[], backend=backend)
+        tok = train_bpe(source, 258, pattern="gpt4", special_tokens=[], backend=backend)
         assert tok.merges == [(255, 254, 256), (32, 97, 257)]
         assert tok.decode_bytes(tok._encode_bytes(data)) == data

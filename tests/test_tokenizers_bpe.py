@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference, load
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import from_gpt2_files, from_tiktoken
 
 CORPUS_FILES = ["english_literature_plus_kjv.txt", "russian_fortunes.txt", "chinese_fortunes.txt"]
 GPT2_ENCODER_JSON = CACHE / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6"
@@ -36,7 +38,7 @@ _CACHE_TOK: dict = {}
 def tiktoken_tok(name: str, backend: str) -> BPETokenizer:
     key = (name, backend)
     if key not in _CACHE_TOK:
-        _CACHE_TOK[key] = BPETokenizer.from_tiktoken(name, backend=backend)
+        _CACHE_TOK[key] = from_tiktoken(name, backend=backend)
     return _CACHE_TOK[key]
 
 
@@ -68,7 +70,7 @@ def sample_docs(name: str, max_chars: int, seed: int = 0) -> list[str]:
 @pytest.mark.parametrize("source", ["gpt2", "r50k_base", "gpt2_files"])
 def test_gpt2_known_answers(source, backend):
     if source == "gpt2_files":
-        tok = BPETokenizer.from_gpt2_files(GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, backend=backend)
+        tok = from_gpt2_files(GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, backend=backend)
         assert tok.merge_rule == "merges" and len(tok.merges) == 50000
     else:
         tok = tiktoken_tok(source, backend)
@@ -85,7 +87,7 @@ def test_gpt2_known_answers(source, backend):
 
 @needs_cache
 def test_gpt2_files_byte_ids_differ_from_byte_values():
-    tok = BPETokenizer.from_gpt2_files(GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, backend="reference")
+    tok = from_gpt2_files(GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, backend="reference")
     assert tok.byte_ids[ord("!")] == 0 and tok.byte_ids[ord(" ")] == 220
     assert tok.token_bytes(220) == b" " and tok.token_bytes(0) == b"!"
     assert tok.encode("\x00", "all") == [tok.byte_ids[0]] == [188]
@@ -188,7 +190,7 @@ def small_trained(backend: str, pattern: str = "simple", specials=("<pad>", EOT,
 
 def _small_trained(backend: str, pattern: str, specials) -> BPETokenizer:
     text = "the theme of the other thesis: there, then, they thought. " * 20 + "Сказка о рыбаке и рыбке.\n" * 5
-    return BPETokenizer.train(
+    return train_bpe(
         text, vocab_size=256 + 40 + len(specials), pattern=pattern, special_tokens=specials, backend=backend
     )
 
@@ -283,7 +285,7 @@ def test_decode_joins_bytes_before_utf8(backend):
 @pytest.mark.parametrize("pattern", ["simple", "gpt2", "gpt4"])
 def test_train_matches_reference(backend, pattern):
     text = "low lower lowest newer newest wider, \n\nwidest 123 4567!! <|endoftext|> low low" * 3
-    tok = BPETokenizer.train(text, vocab_size=280, pattern=pattern, backend=backend)
+    tok = train_bpe(text, vocab_size=280, pattern=pattern, backend=backend)
     want = bpe_reference.train(text.encode(), 280, pattern, [b"<pad>", EOT.encode()])
     assert [m[:2] for m in tok.merges] == [tuple(m) for m in want]
     assert [m[2] for m in tok.merges] == list(range(256, 256 + len(want)))
@@ -305,10 +307,10 @@ def test_train_min_frequency_and_tie_break(backend):
         dict(tie_break="largest_bytes"),
         dict(min_frequency=4, tie_break="largest_bytes"),
     ]:
-        tok = BPETokenizer.train(text, vocab_size=300, special_tokens=[EOT], backend=backend, **kw)
+        tok = train_bpe(text, vocab_size=300, special_tokens=[EOT], backend=backend, **kw)
         want = bpe_reference.train(text, 300, "simple", [EOT.encode()], **kw)
         assert [m[:2] for m in tok.merges] == [tuple(m) for m in want], kw
-    assert len(BPETokenizer.train(text, vocab_size=300, min_frequency=6, backend=backend).merges) < 20
+    assert len(train_bpe(text, vocab_size=300, min_frequency=6, backend=backend).merges) < 20
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -316,12 +318,12 @@ def test_train_on_files_keeps_texts_apart(tmp_path, backend):
     a, b = "hello hello help", "lo there there"
     (tmp_path / "a.txt").write_text(a)
     (tmp_path / "b.txt").write_text(b)
-    tok = BPETokenizer.train([tmp_path / "a.txt", str(tmp_path / "b.txt")], vocab_size=270, backend=backend)
+    tok = train_bpe([tmp_path / "a.txt", str(tmp_path / "b.txt")], vocab_size=270, backend=backend)
     # oracle: the texts joined by a registered special token (chunks never cross it)
     want = bpe_reference.train((a + EOT + b).encode(), 270, "simple", [b"<pad>", EOT.encode()])
     assert [m[:2] for m in tok.merges] == [tuple(m) for m in want]
     with pytest.raises(FileNotFoundError, match="missing.txt"):
-        BPETokenizer.train([tmp_path / "missing.txt"], vocab_size=270, backend=backend)
+        train_bpe([tmp_path / "missing.txt"], vocab_size=270, backend=backend)
 
 
 _TEXT_ALPHABET = st.sampled_from(
@@ -375,7 +377,7 @@ def test_round_trip_and_backends_agree(pieces, pattern):
 
 def test_train_bad_vocab_size():
     with pytest.raises(ValueError, match="vocab_size"):
-        BPETokenizer.train("abc", vocab_size=200, backend="reference")
+        train_bpe("abc", vocab_size=200, backend="reference")
 
 
 # ------------------------------------------------------------ other vocabularies
@@ -407,13 +409,13 @@ def test_from_tiktoken_path(tmp_path):
     path = CACHE / "0ea1e91bbb3a60f729a8dc8f777fd2fc07cd8df4"
     link = tmp_path / "r50k_base.tiktoken"
     link.write_bytes(path.read_bytes())
-    tok = BPETokenizer.from_tiktoken(link, backend="reference")
+    tok = from_tiktoken(link, backend="reference")
     assert tok.eot_id == 50256 and tok.pattern == "gpt2"
     assert tok.encode("Hello, do you like tea? ", "all") == GPT2_KNOWN[0][1]
     with pytest.raises(FileNotFoundError, match="nothere.tiktoken"):
-        BPETokenizer.from_tiktoken(tmp_path / "nothere.tiktoken", backend="reference")
+        from_tiktoken(tmp_path / "nothere.tiktoken", backend="reference")
     with pytest.raises(ValueError, match="unknown pre-tokenization pattern 'nope'"):
-        BPETokenizer.from_tiktoken(link, pattern="nope", backend="reference")
+        from_tiktoken(link, pattern="nope", backend="reference")
 
 
 def test_bad_arguments():
@@ -438,18 +440,18 @@ def test_bad_arguments():
 def test_bpe_train_vocab_size_type_and_range(vocab_size, exc, words):
     # before: pybind11 "incompatible function arguments" TypeError that quoted all the training text
     with pytest.raises(exc, match=words) as e:
-        BPETokenizer.train("hello world " * 100, vocab_size)
+        train_bpe("hello world " * 100, vocab_size)
     assert len(str(e.value)) < 200
 
 
 def test_bpe_train_largest_vocab_size_is_accepted():
-    tok = BPETokenizer.train("hello world", 1 << 26)  # ends early: few distinct pairs
+    tok = train_bpe("hello world", 1 << 26)  # ends early: few distinct pairs
     assert tok.decode(tok.encode("hello world")) == "hello world"
 
 
 def test_overlapping_special_tokens_longest_match_both_backends():
     text = "hello <|a|> world <|a"
-    toks = [BPETokenizer.train(text, 300, special_tokens=["<|a", "<|a|>"], backend=b) for b in ("cpp", "reference")]
+    toks = [train_bpe(text, 300, special_tokens=["<|a", "<|a|>"], backend=b) for b in ("cpp", "reference")]
     for tok in toks:
         a, ab = tok.encode("<|a", "all"), tok.encode("<|a|>", "all")
         assert len(a) == len(ab) == 1 and a != ab
@@ -460,7 +462,7 @@ def test_overlapping_special_tokens_longest_match_both_backends():
 @pytest.mark.parametrize("specials,words", [([""], "non-empty"), (["<|a|>", "<|a|>"], "given twice")])
 def test_bad_special_tokens(specials, words):
     with pytest.raises(ValueError, match=words):
-        BPETokenizer.train("hello world", 300, special_tokens=specials)
+        train_bpe("hello world", 300, special_tokens=specials)
 
 
 def test_cpp_train_missing_file_names_it(tmp_path):
@@ -469,7 +471,7 @@ def test_cpp_train_missing_file_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         _bpe.train(files=[str(tmp_path / "nope.txt")], vocab_size=300)
     with pytest.raises(FileNotFoundError, match=r"training file not found: .*nope.txt"):
-        BPETokenizer.train([tmp_path / "nope.txt"], 300)
+        train_bpe([tmp_path / "nope.txt"], 300)
 
 
 @pytest.mark.parametrize(

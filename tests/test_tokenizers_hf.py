@@ -15,7 +15,7 @@ import pytest
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import models, pre_tokenizers  # noqa: E402
 
-from storygpt.tokenizers import EOT, io  # noqa: E402
+from storygpt.tokenizers import EOT, io, registry  # noqa: E402
 from storygpt.tokenizers import hf as hf_module  # noqa: E402
 from storygpt.tokenizers.hf import HFTokenizer  # noqa: E402
 
@@ -61,7 +61,7 @@ def test_unk_token_missing_from_the_vocabulary_is_refused_at_load_naming_the_fil
 def test_unk_token_missing_is_refused_when_loading_a_storygpt_file_too():
     d = {"format": io.FORMAT_NAME, "version": io.FORMAT_VERSION, "kind": "hf", "tokenizer_json": _wordpiece(False)}
     with pytest.raises(io.TokenizerFileError, match=r"^run/tokenizer.json: malformed hf tokenizer: model.unk_token"):
-        io.from_dict(d, source="run/tokenizer.json")
+        registry.from_dict(d, source="run/tokenizer.json")
 
 
 def test_bpe_without_an_unk_token_still_loads_and_drops_unknown_characters():

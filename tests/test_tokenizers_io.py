@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 import storygpt.tokenizers as T
 from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer, load
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import from_tiktoken
 from storygpt.tokenizers.io import token_from_json, token_to_json
 
 
@@ -49,7 +51,7 @@ def test_token_from_json_rejects_garbage():
 def bytes_tokenizer() -> BPETokenizer:
     """A BPE tokenizer whose tokens include spaces, newlines and invalid UTF-8."""
     data = (b"line one\n\nline two\n\n  \xff\xfe\x00\x00 \xe2\x82\xac\xe2\x82 " * 30) + "Ωμέγα ".encode() * 5
-    return BPETokenizer.train(
+    return train_bpe(
         data,
         vocab_size=256 + 30 + 3,
         pattern="simple",
@@ -107,7 +109,7 @@ def test_fingerprint_changes_with_content():
 def test_tiktoken_vocab_save_load(tmp_path):
     import tiktoken
 
-    tok = BPETokenizer.from_tiktoken("cl100k_base", backend="reference")
+    tok = from_tiktoken("cl100k_base", backend="reference")
     tok.save(tmp_path / "cl100k.json")
     d = json.loads((tmp_path / "cl100k.json").read_text(encoding="utf-8"))
     assert d["merge_rule"] == "ranks" and "merges" not in d and d["pattern"] == "gpt4"

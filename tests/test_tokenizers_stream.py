@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt.tokenizers import EOT, BPETokenizer, WordTokenizer
+from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers.interop import from_tiktoken
 
 _TOKS: dict = {}
 
@@ -25,7 +27,7 @@ _TOKS: dict = {}
 def trained(pattern: str) -> BPETokenizer:
     if pattern not in _TOKS:
         text = "It's  the end.\n\n  Of the\tworld's 1234567 ends!!\r\n" * 20 + "Конец света.\n" * 10 + "  \n \n" * 5
-        _TOKS[pattern] = BPETokenizer.train(
+        _TOKS[pattern] = train_bpe(
             text,
             vocab_size=256 + 60 + 4,
             pattern=pattern,
@@ -37,7 +39,7 @@ def trained(pattern: str) -> BPETokenizer:
 
 def tiktoken_vocab(name: str) -> BPETokenizer:
     if name not in _TOKS:
-        _TOKS[name] = BPETokenizer.from_tiktoken(name, backend="cpp" if HAVE_CPP else "reference")
+        _TOKS[name] = from_tiktoken(name, backend="cpp" if HAVE_CPP else "reference")
     return _TOKS[name]
 
 
@@ -82,7 +84,7 @@ def test_encode_iterable_on_real_file(real_file, source):
 @needs_cache
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
 def test_encode_iterable_whole_corpus_cpp(name):
-    tok = BPETokenizer.from_tiktoken(name, backend="cpp")
+    tok = from_tiktoken(name, backend="cpp")
     path = CORPORA / "russian_fortunes.txt"
     text = path.read_bytes().decode("utf-8")
     with open(path, encoding="utf-8", newline="") as f:

@@ -35,9 +35,7 @@ batch of ids and what the tokenizer learns.  Every stage shows a progress bar
 from __future__ import annotations
 
 import os
-import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -46,7 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from storygpt.atomic import atomic_write, write_json
-from storygpt.tokenizers.spec import DEFAULT_VOCAB, TRAIN_FROM_FILE_CHARS, BuildOptions, build_tokenizer, parse_spec  # noqa: F401  (re-exported)
+from storygpt.tokenizers.registry import BuildOptions
+from storygpt.tokenizers.spec import build_tokenizer, parse_spec
 
 from . import corpora
 from .binfile import TokenWriter
@@ -54,7 +53,6 @@ from .docstream import DocumentFile, DocumentWriter, OnBytes, check_text_file
 from .progress import StageBars
 from .progress import bar as progress_bar
 from .streamsplit import iter_split, plan_split
-from .wordcount import train_word_tokenizer
 
 #: Default pre-tokenization pattern for BPE (see docs/data.md for why).
 DEFAULT_PATTERN = "gpt4"
@@ -232,75 +230,6 @@ def local_tinystories(folder: str | os.PathLike) -> dict[str, Path]:
     return files
 
 
-def _warn_short(tok, vocab_size: int, min_frequency: int) -> None:
-    """BPETokenizer.train's warning, for the trainers that do not give it."""
-    if tok.vocab_size < vocab_size:
-        warnings.warn(
-            f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(tok.merges):,} merges), short of the "
-            f"{vocab_size:,} asked: the text ran out of pairs occurring at least min_frequency={min_frequency} times",
-            stacklevel=3,
-        )
-
-
-def _train_bpe(spec, docs, options: BuildOptions, characters: int | None):
-    """BPE on the training documents without holding them: the C++ trainer reads ``train.txt``
-    itself above :data:`TRAIN_FROM_FILE_CHARS` characters, else the documents stream through
-    ``train_from_iterator`` (the same merges as training on them joined by ``<|endoftext|>``)."""
-    from storygpt.tokenizers.base import EOT
-    from storygpt.tokenizers.bpe import BPETokenizer
-
-    vocab = int(spec.arg)
-    kw = dict(
-        pattern=options.pattern,
-        special_tokens=("<pad>", EOT),
-        min_frequency=options.min_frequency,
-        tie_break=options.tie_break,
-        num_threads=options.num_threads,
-    )
-    if characters is None:
-        characters = sum(len(d) for d in docs) if isinstance(docs, Sequence) else 0
-    label = Path(options.train_file).name if options.train_file else ""
-    if options.train_file is not None and characters > TRAIN_FROM_FILE_CHARS:
-        with StageBars(options.progress, label=label) as bars:
-            return BPETokenizer.train([options.train_file], vocab, progress=bars, **kw)
-    total = docs.size if isinstance(docs, DocumentFile) else characters
-    unit = "B" if isinstance(docs, DocumentFile) else "char"
-    with progress_bar(f"count chunks {label}".strip(), total, unit, options.progress) as b:
-        if isinstance(docs, DocumentFile):
-            texts = docs.iter(b.update)
-        else:
-            texts = _counted(docs, b.update)
-        with StageBars(options.progress, skip=("count",), label=label) as bars:
-            tok = BPETokenizer.train_from_iterator(texts, vocab, progress=bars, **kw)
-    _warn_short(tok, vocab, options.min_frequency)
-    return tok
-
-
-def _counted(docs: Iterable[str], update: Callable[[int], None]) -> Iterator[str]:
-    for d in docs:
-        update(len(d))
-        yield d
-
-
-def _train_word(spec, docs, options: BuildOptions, spill_dir: Path):
-    """The word-level tokenizer, counted in bounded memory (:mod:`storygpt.data.wordcount`)."""
-    label = Path(options.train_file).name if options.train_file else ""
-    if isinstance(docs, DocumentFile):
-        with progress_bar(f"count words {label}".strip(), docs.size, "B", options.progress) as b:
-            tok = train_word_tokenizer(docs.iter(b.update), int(spec.arg), spill_dir)
-    else:
-        total = sum(len(d) for d in docs)
-        with progress_bar("count words", total, "char", options.progress) as b:
-            tok = train_word_tokenizer(_counted(docs, b.update), int(spec.arg), spill_dir)
-    if tok.vocab_size < int(spec.arg):
-        warnings.warn(
-            f"the word-level vocabulary has {tok.vocab_size:,} entries, short of the {int(spec.arg):,} asked: "
-            "the training text has no more distinct words",
-            stacklevel=3,
-        )
-    return tok
-
-
 def train_tokenizer(
     kind,
     train_docs: Iterable[str],
@@ -313,19 +242,21 @@ def train_tokenizer(
     min_frequency: int = DEFAULT_MIN_FREQUENCY,
     characters: int | None = None,
 ):
-    """The tokenizer of a SPEC (or kind), trained on the training documents where it learns.
+    """The tokenizer of a SPEC (or kind), trained on the training documents where it learns,
+    built by the registry (:func:`storygpt.tokenizers.spec.build_tokenizer`) for every kind.
 
     Memory stays bounded by the vocabulary being learned, not the corpus:
 
-    * BPE: the C++ trainer.  Above :data:`TRAIN_FROM_FILE_CHARS` characters it reads
+    * BPE: the C++ trainer.  Above :data:`~storygpt.tokenizers.registry.TRAIN_FROM_FILE_CHARS` characters it reads
       ``train_txt`` itself in 1 MiB windows (separator lines add one ``\n`` at each
-      document edge to the training text); below, the documents stream through
-      ``BPETokenizer.train_from_iterator``, whose merges equal those of training on the
-      documents joined by ``<|endoftext|>`` (a special token: no merge crosses it).
-    * Word: :func:`storygpt.data.wordcount.train_word_tokenizer` (the same vocabulary as
-      ``WordTokenizer.train(docs, vocab_size)``), spilling counts next to ``train_txt``.
-    * Other kinds: :func:`storygpt.tokenizers.spec.build_tokenizer` (plug-in kinds that
-      train get the documents as a list).
+      document edge to the training text); below, the documents stream through the
+      counter of :func:`storygpt.tokenizers.bpe_train.train_bpe`, whose merges equal those
+      of training on the documents joined by ``<|endoftext|>`` (a special token: no merge
+      crosses it).
+    * Word: :func:`storygpt.tokenizers.word_train.train_word_tokenizer` (the same
+      vocabulary as ``WordTokenizer.train(docs, vocab_size)``), spilling counts next to
+      ``train_txt``.
+    * Other kinds: their registered builder (plug-in kinds that train get the documents).
 
     Args:
         kind: a SPEC string or :class:`~storygpt.tokenizers.spec.TokenizerSpec`
@@ -334,34 +265,30 @@ def train_tokenizer(
             :class:`~storygpt.data.docstream.DocumentFile` (read as often as needed).
         vocab_size: overrides the SPEC's vocabulary size (trained kinds only).
         train_txt: the training documents as a file (``train.txt``).
-        progress: show progress bars (bytes done and time left) for every stage.
+        progress: show progress bars (done and time left) for every stage.
         characters: characters in the training documents, when known (chooses the BPE path).
     """
     spec = _spec(kind, vocab_size)
-    options = BuildOptions(
-        pattern=pattern,
-        tie_break=tie_break,
-        min_frequency=min_frequency,
-        num_threads=num_threads,
-        train_file=str(train_txt) if train_txt is not None else None,
-        progress=progress,
-    )
-    if spec.kind == "bpe":
-        return _train_bpe(spec, train_docs, options, characters)
-    if spec.kind == "word":
-        spill = Path(train_txt).parent if train_txt is not None else Path(tempfile.gettempdir())
-        return _train_word(spec, train_docs, options, spill)
-    return build_tokenizer(spec, list(train_docs) if spec.is_trained else (), options)
+    if characters is None and isinstance(train_docs, Sequence):
+        characters = sum(len(d) for d in train_docs)
+    label = Path(train_txt).name if train_txt is not None else ""
+    with StageBars(progress, label=label) as bars:
+        options = BuildOptions(
+            pattern=pattern,
+            tie_break=tie_break,
+            min_frequency=min_frequency,
+            num_threads=num_threads,
+            train_file=str(train_txt) if train_txt is not None else None,
+            characters=characters,
+            progress=bars,
+        )
+        return build_tokenizer(spec, train_docs if spec.is_trained else (), options)
 
 
 def _spec(kind, vocab_size: int | None = None):
     """A TokenizerSpec from a SPEC string or spec, with ``vocab_size`` put in for trained kinds."""
     spec = parse_spec(kind) if isinstance(kind, str) else kind
-    if vocab_size is not None:
-        if not spec.is_trained:
-            raise ValueError(f"--vocab-size applies to trained tokenizers (bpe, word), not {spec}")
-        spec = parse_spec(f"{spec.kind}:{vocab_size}")
-    return spec
+    return spec if vocab_size is None else spec.with_vocab_size(vocab_size)
 
 
 def _batches(docs: Iterable[str], batch_chars: int) -> Iterator[list[str]]:

@@ -9,7 +9,12 @@ from __future__ import annotations
 from tqdm import tqdm
 
 #: Bar labels of the trainer's stages, and their units.
-STAGES = {"count": ("count chunks", "B"), "merge": ("learn merges", "merge")}
+STAGES = {
+    "count": ("count chunks", "B"),
+    "count text": ("count chunks", "B"),
+    "count words": ("count words", "B"),
+    "merge": ("learn merges", "merge"),
+}
 
 
 def bar(desc: str, total: int | None, unit: str = "B", enabled: bool = True) -> tqdm:

@@ -3,25 +3,31 @@
 Every tokenizer implements :class:`Tokenizer` (docs/design.md, docs/tokenizers.md):
 
 * :class:`BPETokenizer`: byte-level BPE (C++ core ``storygpt._bpe`` or the
-  Python reference), trained here or loaded from OpenAI's, GPT-2's or Hugging Face
-  files (:mod:`storygpt.tokenizers.interop`, which also exports to them);
+  Python reference), trained by :func:`train_bpe` (:mod:`~storygpt.tokenizers.bpe_train`)
+  or loaded from OpenAI's, GPT-2's or Hugging Face files
+  (:mod:`storygpt.tokenizers.interop`, which also exports to them);
 * :class:`ByteTokenizer`: the 256 bytes, no merges;
 * :class:`WordTokenizer`: the most frequent words, the rest ``<unk>`` (lossy);
 * :class:`HFTokenizer`: any Hugging Face ``tokenizer.json`` (WordPiece, Unigram, ...).
 
-A SPEC string names one (:func:`parse_spec`, :func:`build_tokenizer`); more kinds plug
-in with :func:`register_kind`.
+A SPEC string names one (:func:`parse_spec`, :func:`build_tokenizer`).  The kinds live
+in one table, :mod:`storygpt.tokenizers.registry`: more kinds plug in with one
+:func:`register_kind` call; :func:`load` reads any tokenizer file and returns the right
+class, :func:`from_dict` does the same for a dict (e.g. from a checkpoint).
 
-:func:`load` reads any tokenizer file and returns the right class;
-:func:`from_dict` does the same for a dict (e.g. from a checkpoint).
+Layers (each imports only those above it): ``base`` and ``io`` (the contract, the file
+format) -> ``bpe_reference``, ``bpe``, ``word``, ``hf`` (the vocabularies) ->
+``bpe_train``, ``word_train``, ``interop`` -> ``registry`` -> ``spec``.
 """
 
 from .base import EOT, Tokenizer
 from .bpe import BPETokenizer, ByteTokenizer, gpt2_bytes_to_unicode
+from .bpe_train import train_bpe
 from .hf import HFTokenizer
 from .interop import InteropError, merges_from_ranks
-from .io import FORMAT_VERSION, TokenizerFileError, from_dict, load
-from .spec import BuildOptions, SpecError, TokenizerSpec, build_tokenizer, parse_spec, register_kind
+from .io import FORMAT_VERSION, TokenizerFileError
+from .registry import BuildOptions, SpecError, from_dict, load, register_kind
+from .spec import TokenizerSpec, build_tokenizer, parse_spec
 from .word import WordTokenizer
 
 __all__ = [
@@ -44,4 +50,5 @@ __all__ = [
     "merges_from_ranks",
     "parse_spec",
     "register_kind",
+    "train_bpe",
 ]

@@ -1,13 +1,16 @@
-"""The interface every storygpt tokenizer implements (docs/design.md, "Tokenizers").
+"""The contract every storygpt tokenizer implements (docs/design.md, "Tokenizers").
 
-The model and the command-line tools only use this interface, so they work with
-:class:`~storygpt.tokenizers.BPETokenizer` and
-:class:`~storygpt.tokenizers.WordTokenizer` alike.
+The model and the command-line tools only use :class:`Tokenizer`, so they work with
+every kind alike.  Besides the interface this module holds the text rules every kind
+shares: the end-of-text token :data:`EOT`, :func:`clean_text` (lone surrogates),
+tiktoken's special-token rules (:func:`resolve_special`, :func:`check_no_special`) and
+:func:`require` for optional packages.  It imports no tokenizer class.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import operator
 import os
 from abc import ABC, abstractmethod
@@ -21,6 +24,30 @@ from . import io as _io
 
 #: Name of the end-of-text special token (document separator) in every tokenizer.
 EOT = "<|endoftext|>"
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8.
+
+    Raises:
+        TypeError: ``text`` is not a ``str`` (bytes must be decoded first).
+    """
+    if not isinstance(text, str):
+        hint = " (decode it first)" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"text must be a str, got {type(text).__name__}{hint}")
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def require(package: str, what: str):
+    """Import an optional package (``tiktoken``, ``tokenizers``), or ImportError naming it and what needs it."""
+    try:
+        return importlib.import_module(package)
+    except ImportError as e:
+        raise ImportError(f"{what} needs the optional package {package} (pip install {package})") from e
 
 
 def as_int(value, what: str, error: type = TypeError) -> int:
@@ -244,16 +271,18 @@ class Tokenizer(ABC):
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> Tokenizer:
-        """Load a file written by :meth:`save`.
+        """Load a file of this class's kind written by :meth:`save` (any kind:
+        :func:`storygpt.tokenizers.load`).
 
         Raises:
             FileNotFoundError, TokenizerFileError (naming the file); also
             TokenizerFileError if the file holds another kind of tokenizer.
         """
-        tok = _io.load(path, **kwargs)
-        if cls is not Tokenizer and not isinstance(tok, cls):
-            raise _io.TokenizerFileError(f"{path}: holds a {tok.kind!r} tokenizer, not {cls.__name__}")
-        return tok
+        d = _io.read_json(path)
+        kind = _io.check_header(d, str(path))
+        if kind != cls.kind:
+            raise _io.TokenizerFileError(f"{path}: holds a {kind!r} tokenizer, not {cls.__name__}")
+        return _io.call_from_dict(cls, d, str(path), **kwargs)
 
     def fingerprint(self) -> str:
         """Hex SHA-256 of the canonical JSON of :meth:`to_dict` (stored in token-file headers)."""

@@ -1,4 +1,8 @@
-"""Byte-level BPE tokenizer: training, encoding with special tokens, files, other vocabularies.
+"""Byte-level BPE vocabulary: build, encode (special tokens included), decode, save.
+
+:class:`BPETokenizer` is the vocabulary, as tiktoken's ``Encoding``: training lives in
+:mod:`storygpt.tokenizers.bpe_train` (:func:`~storygpt.tokenizers.bpe_train.train_bpe`),
+other libraries' formats in :mod:`storygpt.tokenizers.interop`.
 
 Algorithm: byte-pair encoding (Sennrich, Haddow & Birch 2016) made byte-level as
 in GPT-2 (Radford et al. 2019); the exact semantics (pre-tokenization patterns,
@@ -21,16 +25,14 @@ Two merge rules exist (recorded as ``"merge_rule"`` in the file):
 
 from __future__ import annotations
 
-import os
-import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
 
 from . import bpe_reference
 from . import io as _io
-from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, resolve_special
+from .base import EOT, Tokenizer, check_no_special, check_texts, clean_text, resolve_special
 
 #: The largest vocabulary: the C++ encoder takes token ids in [0, 2**26).
 MAX_VOCAB_SIZE = 1 << 26
@@ -47,23 +49,7 @@ BACKENDS = ("cpp", "reference")
 _CUT_RX = regex.compile(r"(?r)[\p{L}\p{N}](?=[ \t\n\r])")
 
 
-def _clean_text(text: str) -> str:
-    """Replace lone surrogates by U+FFFD (as tiktoken does) so the text is valid UTF-8.
-
-    Raises:
-        TypeError: ``text`` is not a ``str`` (bytes must be decoded first).
-    """
-    if not isinstance(text, str):
-        hint = " (decode it first)" if isinstance(text, (bytes, bytearray)) else ""
-        raise TypeError(f"text must be a str, got {type(text).__name__}{hint}")
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _load_cpp():
+def load_cpp():
     try:
         from storygpt import _bpe  # type: ignore
     except ImportError as e:
@@ -79,12 +65,12 @@ def _load_cpp():
     return _bpe
 
 
-def _check_backend(backend: str) -> None:
+def check_backend(backend: str) -> None:
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
 
 
-def _special_dict(special_tokens, first_id: int) -> dict[str, int]:
+def special_dict(special_tokens, first_id: int) -> dict[str, int]:
     """Specials as a dict: a mapping keeps its ids, a sequence gets ids from ``first_id``.
 
     Raises:
@@ -113,124 +99,6 @@ def _special_dict(special_tokens, first_id: int) -> dict[str, int]:
     return out
 
 
-#: Texts per C++ counting call in train_from_iterator (bytes).
-_ITERATOR_BATCH_BYTES = 8 << 20
-#: Below this much text one counting thread is as fast as two or faster (docs/performance.md:
-#: on 2 quiet cores after the counting table, 2 threads took 1.17x the time at 50 MB, 1.01x at 200 MB).
-_PARALLEL_TRAIN_BYTES = 512 << 20
-
-
-def default_train_threads(work_bytes: int) -> int:
-    """Counting threads for ``work_bytes`` of training text when the caller asks for 0 (auto).
-
-    One thread below 512 MB, where starting threads and the extra passes cost
-    about what they save (measured up to 200 MB); above it, the CPUs this process may use that the
-    1-minute load average leaves idle (at least 1), so a busy machine gets
-    one thread.  Merges never depend on the choice.
-    """
-    if work_bytes < _PARALLEL_TRAIN_BYTES:
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    idle = cpus - os.getloadavg()[0] if hasattr(os, "getloadavg") else cpus
-    return max(1, min(cpus, int(idle + 0.5)))
-
-
-def _train_args(
-    vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads=0
-) -> tuple[int, dict[str, int], list[bytes], int, int]:
-    """The training arguments checked in Python, the same for both backends.
-
-    Returns:
-        ``(vocab_size, specials as a dict, their bytes, min_frequency, num_threads)``.
-
-    Raises:
-        TypeError: a non-integer ``vocab_size``; ``special_tokens`` not a list of str.
-        ValueError: ``vocab_size`` too large; an unknown ``pattern`` or ``tie_break``;
-            ``min_frequency`` not a positive integer; ``num_threads`` not an integer >= 0.
-    """
-    vocab_size = as_int(vocab_size, "vocab_size")
-    if vocab_size > MAX_VOCAB_SIZE:
-        raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
-    if not isinstance(pattern, str) or pattern not in bpe_reference.PATTERNS:
-        raise ValueError(
-            f"unknown pre-tokenization pattern {pattern!r}; expected one of {sorted(bpe_reference.PATTERNS)}"
-        )
-    if not isinstance(tie_break, str) or tie_break not in bpe_reference.TIE_BREAKS:
-        raise ValueError(f"unknown tie_break {tie_break!r}; expected one of {bpe_reference.TIE_BREAKS}")
-    min_frequency = as_int(min_frequency, "min_frequency", ValueError)
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be a positive integer, got {min_frequency}")
-    num_threads = as_int(num_threads, "num_threads", ValueError)
-    if num_threads < 0:
-        raise ValueError(f"num_threads must be >= 0 (0: chosen from the work size), got {num_threads}")
-    specials = _special_dict(special_tokens, 0)  # validates
-    return vocab_size, specials, [s.encode("utf-8") for s in specials], min_frequency, num_threads
-
-
-#: Counts and pair counts are int64 in the C++ trainer.
-_MAX_COUNT = (1 << 63) - 1
-
-
-def _checked_counts(counts: Mapping) -> dict[bytes, int]:
-    """``counts`` with str keys as UTF-8 (``"a"`` and ``b"a"`` added up), every count checked.
-
-    Raises:
-        TypeError: ``counts`` is not a mapping, or a key is neither str nor bytes (named).
-        ValueError: a count that is not a positive integer or is 2**63 or more (its
-            chunk named), or counts whose pair counts could overflow int64: the sum over
-            chunks of ``count * (len(chunk bytes) - 1)``, a bound on every pair count
-            at every step of training, exceeds ``2**63 - 1``.
-    """
-    if not isinstance(counts, Mapping):
-        raise TypeError(f"counts must be a mapping chunk -> count, got {type(counts).__name__}")
-    merged: dict[bytes, int] = {}
-    for chunk, count in counts.items():
-        if isinstance(chunk, str):
-            key = _clean_text(chunk).encode("utf-8")
-        elif isinstance(chunk, (bytes, bytearray)):
-            key = bytes(chunk)
-        else:
-            raise TypeError(f"train_from_counts: chunk {chunk!r} is {type(chunk).__name__}, not str or bytes")
-        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(
-                f"train_from_counts: the count of chunk {chunk!r} must be a positive integer, got {count!r}"
-            )
-        total = merged.get(key, 0) + int(count)
-        if total > _MAX_COUNT:
-            raise ValueError(f"train_from_counts: the count of chunk {chunk!r} must be below 2**63, got {total}")
-        merged[key] = total
-    bound = sum(c * (len(k) - 1) for k, c in merged.items())
-    if bound > _MAX_COUNT:
-        raise ValueError(
-            "train_from_counts: counts too large: pair counts could exceed 2**63-1 "
-            f"(the sum of count * (chunk bytes - 1) is {bound})"
-        )
-    return merged
-
-
-def _text_items(texts: Iterable) -> Iterable[bytes]:
-    """Each item as UTF-8 bytes; TypeError naming the index and type of a non-text item."""
-    for i, item in enumerate(texts):
-        if isinstance(item, str):
-            yield _clean_text(item).encode("utf-8")
-        elif isinstance(item, (bytes, bytearray, memoryview)):
-            yield bytes(item)
-        else:
-            raise TypeError(f"train_from_iterator: item {i} is {type(item).__name__}, not str or bytes")
-
-
-def _reference_train(
-    texts: list[bytes], vocab_size: int, pattern: str, special_bytes: list[bytes], min_frequency: int, tie_break: str
-):
-    """bpe_reference.train on separate texts: joined by one more special token (and one more vocab slot)."""
-    if len(texts) == 1:
-        return bpe_reference.train(texts[0], vocab_size, pattern, special_bytes, min_frequency, tie_break)
-    sep = b"\x00<storygpt-text-separator>\x00"
-    return bpe_reference.train(
-        sep.join(texts), vocab_size + 1, pattern, special_bytes + [sep], min_frequency, tie_break
-    )
-
-
 class BPETokenizer(Tokenizer):
     """Byte-level BPE tokenizer (no unknown token: every string is encodable).
 
@@ -244,8 +112,9 @@ class BPETokenizer(Tokenizer):
         merge_rule: ``"merges"`` or ``"ranks"`` (module docstring).
         backend: ``"cpp"`` (``storygpt._bpe.Encoder``) or ``"reference"`` (Python).
 
-    Usually built by :meth:`train`, :meth:`load`, :meth:`from_merges`,
-    :meth:`from_vocab`, :meth:`from_tiktoken` or :meth:`from_gpt2_files`.
+    Usually built by :func:`~storygpt.tokenizers.bpe_train.train_bpe`, :meth:`load`,
+    :meth:`from_merges`, :meth:`from_vocab`, :meth:`from_ranks` or an importer of
+    :mod:`~storygpt.tokenizers.interop` (``from_tiktoken``, ``from_gpt2_files``, ``from_hf``).
 
     Raises:
         ValueError: inconsistent vocabulary, merges or special tokens (named; with
@@ -267,7 +136,7 @@ class BPETokenizer(Tokenizer):
         backend: str = "cpp",
     ):
         bpe_reference._check_pattern(pattern)
-        _check_backend(backend)
+        check_backend(backend)
         if merge_rule not in MERGE_RULES:
             raise ValueError(f"unknown merge_rule {merge_rule!r}; expected one of {MERGE_RULES}")
         self.pattern = pattern
@@ -338,7 +207,7 @@ class BPETokenizer(Tokenizer):
 
         self._id_objects: list[int] | None = None  # list(range(vocab size)) for encode_list
         if backend == "cpp":
-            self._encoder = _load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
+            self._encoder = load_cpp().Encoder(enc_merges, byte_ids, pattern, enc_ranks)
             # made with the encoder, not by the first encode (~4 ms for 100k ids on a busy machine)
             self._id_objects = list(range(size))
         else:
@@ -396,223 +265,6 @@ class BPETokenizer(Tokenizer):
 
     # ------------------------------------------------------------ construction
     @classmethod
-    def train(
-        cls,
-        text_or_files: str | bytes | Sequence[str | os.PathLike],
-        vocab_size: int,
-        pattern: str = "simple",
-        special_tokens: Sequence[str] = ("<pad>", EOT),
-        min_frequency: int = 1,
-        tie_break: str = "smallest_ids",
-        num_threads: int = 0,
-        backend: str = "cpp",
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> BPETokenizer:
-        """Learn a BPE vocabulary.
-
-        Args:
-            text_or_files: the training text (``str`` or ``bytes``), or a list of
-                file paths (streamed in windows by the C++ trainer, never read whole;
-                each file is a separate text, chunks never cross files).  Bytes and
-                files are trained on as bytes (byte-level BPE): they are never
-                decoded, so bytes that are not UTF-8 are counted and merged like any
-                others.  A single path must still be a list.
-            vocab_size: final vocabulary size: 256 bytes + merges + special
-                tokens (fewer merges are learned when the text runs out of pairs;
-                a ``UserWarning`` then gives the size reached).
-            pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``,
-                ``"gpt4"``, ``"o200k"``).
-            special_tokens: registered special tokens, a list of ``str``; they
-                split the training text, are never merged, and get the last ids.
-            min_frequency: a positive integer: stop when the best pair occurs
-                fewer times.
-            tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
-            num_threads: counting threads (an integer >= 0); 0 chooses from the work
-                size and the machine (:func:`default_train_threads`).  Merges never
-                depend on it.
-            backend: ``"cpp"`` (``storygpt._bpe.train``) or ``"reference"``.
-            progress: ``callback(stage, done, total)``, called now and then
-                (``cpp`` backend): stage ``"count"`` with bytes, ``"merge"`` with
-                merges; ``total`` is 0 when unknown.  An exception it raises ends
-                training.
-
-        Returns:
-            A tokenizer with ids: bytes ``0..255``, merge ``i`` at ``256 + i``,
-            then the special tokens in the order given.
-
-        Raises:
-            ValueError: bad ``vocab_size``, pattern, tie-break, ``min_frequency`` or
-                ``num_threads`` (checked in Python for both backends, the value named).
-            TypeError: ``special_tokens`` is not a list of str (a single str
-                included); ``text_or_files`` is one path instead of a list.
-            FileNotFoundError: a listed file does not exist (named).
-            IsADirectoryError: a listed path is a folder (named).
-            OSError: a listed file cannot be read (named).
-        """
-        _check_backend(backend)
-        vocab_size, specials, special_bytes, min_frequency, num_threads = _train_args(
-            vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads
-        )
-        if isinstance(text_or_files, os.PathLike):
-            raise TypeError(f"text_or_files: pass a list of paths, not one path ({os.fspath(text_or_files)!r})")
-        if isinstance(text_or_files, (str, bytes, bytearray)):
-            data = (
-                _clean_text(text_or_files).encode("utf-8") if isinstance(text_or_files, str) else bytes(text_or_files)
-            )
-            files = None
-            work = len(data)
-        else:
-            data = None
-            files = [os.fspath(p) for p in text_or_files]
-            for p in files:
-                if os.path.isdir(p):
-                    raise IsADirectoryError(f"training file {p} is a folder, not a file")
-                if not os.path.isfile(p):
-                    raise FileNotFoundError(f"training file not found: {p}")
-            work = sum(os.path.getsize(p) for p in files)
-        threads = num_threads if num_threads > 0 else default_train_threads(work)
-        if backend == "cpp":
-            pairs = _load_cpp().train(
-                data=data,
-                files=files,
-                vocab_size=vocab_size,
-                pattern=pattern,
-                special_tokens=special_bytes,
-                min_frequency=min_frequency,
-                tie_break=tie_break,
-                num_threads=threads,
-                progress=progress,
-            )
-        else:
-            texts = [data] if files is None else [open(p, "rb").read() for p in files]
-            pairs = _reference_train(texts, vocab_size, pattern, special_bytes, min_frequency, tie_break)
-        tok = cls.from_merges_ids(
-            [tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend
-        )
-        if tok.vocab_size < vocab_size:
-            warnings.warn(
-                f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(pairs):,} merges), short of the "
-                f"{vocab_size:,} asked: the text ran out of pairs occurring at least min_frequency={min_frequency} times",
-                stacklevel=2,
-            )
-        return tok
-
-    @classmethod
-    def train_from_iterator(
-        cls,
-        texts: Iterable[str | bytes],
-        vocab_size: int,
-        pattern: str = "simple",
-        special_tokens: Sequence[str] = ("<pad>", EOT),
-        min_frequency: int = 1,
-        tie_break: str = "smallest_ids",
-        num_threads: int = 0,
-        backend: str = "cpp",
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> BPETokenizer:
-        """Learn a BPE vocabulary from texts that arrive one by one (a generator, a dataset).
-
-        Each item is a separate text: chunks never cross items.  The texts are
-        counted a batch of about 8 MB at a time and then dropped, so memory
-        holds the distinct chunks and one batch, not the corpus.  The merges
-        equal :meth:`train` on the texts joined by a special token.
-
-        Args:
-            texts: ``str`` (lone surrogates become U+FFFD) or ``bytes`` items
-                (trained on as bytes, UTF-8 or not, as :meth:`train`).
-            vocab_size, pattern, special_tokens, min_frequency, tie_break,
-            num_threads, backend, progress: as :meth:`train`; progress reports
-                ``"count"`` with the bytes counted so far (total 0: unknown).
-
-        Raises:
-            TypeError: an item is neither ``str`` nor ``bytes`` (its index and type
-                named); ``special_tokens`` as :meth:`train`.
-            ValueError: as :meth:`train`.
-        """
-        _check_backend(backend)
-        vocab_size, specials, special_bytes, min_frequency, num_threads = _train_args(
-            vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads
-        )
-        if isinstance(texts, (str, bytes, bytearray)):
-            raise TypeError("texts must be an iterable of texts, not a single text (use train())")
-        if backend == "reference":
-            pairs = _reference_train(
-                list(_text_items(texts)), vocab_size, pattern, special_bytes, min_frequency, tie_break
-            )
-        else:
-            counter = None
-            batch: list[bytes] = []
-            batch_bytes = done = 0
-
-            def flush(last: bool) -> None:
-                nonlocal counter, batch, batch_bytes, done
-                if counter is None:  # threads chosen from the first batch: small work, one thread
-                    work = batch_bytes if last else _ITERATOR_BATCH_BYTES * 4
-                    threads = num_threads if num_threads > 0 else default_train_threads(work)
-                    counter = _load_cpp().ChunkCounter(pattern, special_bytes, threads)
-                if batch:
-                    counter.add_texts(batch)
-                done += batch_bytes
-                batch, batch_bytes = [], 0
-                if progress is not None:
-                    progress("count", done, 0)
-
-            for item in _text_items(texts):
-                batch.append(item)
-                batch_bytes += len(item)
-                if batch_bytes >= _ITERATOR_BATCH_BYTES:
-                    flush(last=False)
-            flush(last=True)
-            pairs = counter.learn_merges(
-                vocab_size=vocab_size, min_frequency=min_frequency, tie_break=tie_break, progress=progress
-            )
-        return cls.from_merges_ids(
-            [tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern, backend=backend
-        )
-
-    @classmethod
-    def train_from_counts(
-        cls,
-        counts: Mapping[str | bytes, int],
-        vocab_size: int,
-        pattern: str = "simple",
-        special_tokens: Sequence[str] = ("<pad>", EOT),
-        min_frequency: int = 1,
-        tie_break: str = "smallest_ids",
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> BPETokenizer:
-        """Learn a BPE vocabulary from chunk counts, e.g. word counts gathered elsewhere.
-
-        Each key is one pre-tokenization chunk, used as is (not split again);
-        ``pattern`` is only recorded in the tokenizer, for encoding.  The merges
-        equal :meth:`train` on any text whose chunks have these counts
-        (``bpe_reference.count_chunks``).  C++ backend only.
-
-        Args:
-            counts: chunk (``str`` or UTF-8 ``bytes``; ``"a"`` and ``b"a"`` add
-                up) -> count, a positive integer.
-            vocab_size, pattern, special_tokens, min_frequency, tie_break,
-            progress: as :meth:`train`.
-
-        Raises:
-            TypeError: a key is neither ``str`` nor ``bytes`` (named).
-            ValueError: a count is not a positive integer below ``2**63`` (its chunk
-                named); counts so large that a pair count could exceed ``2**63 - 1``
-                (the C++ trainer counts in int64): the sum over chunks of
-                ``count * (len(chunk bytes) - 1)`` must stay below it; as :meth:`train`.
-        """
-        vocab_size, specials, special_bytes, min_frequency, _ = _train_args(
-            vocab_size, special_tokens, pattern, min_frequency, tie_break
-        )
-        merged = _checked_counts(counts)
-        counter = _load_cpp().ChunkCounter(pattern, special_bytes, 1)
-        counter.add_counts(merged)
-        pairs = counter.learn_merges(
-            vocab_size=vocab_size, min_frequency=min_frequency, tie_break=tie_break, progress=progress
-        )
-        return cls.from_merges_ids([tuple(p) for p in pairs], special_tokens=specials.keys(), pattern=pattern)
-
-    @classmethod
     def from_merges_ids(
         cls,
         merges: Sequence[tuple[int, int]],
@@ -628,7 +280,7 @@ class BPETokenizer(Tokenizer):
                 raise ValueError(f"merge {k} ({a}, {b}) uses an id not defined before it")
             vocab[256 + k] = vocab[a] + vocab[b]
             triples.append((a, b, 256 + k))
-        return cls(vocab, triples, _special_dict(special_tokens, len(vocab)), pattern, "merges", backend)
+        return cls(vocab, triples, special_dict(special_tokens, len(vocab)), pattern, "merges", backend)
 
     @classmethod
     def from_merges(
@@ -690,7 +342,7 @@ class BPETokenizer(Tokenizer):
         else:
             specials = {}
             next_id = max(by_bytes.values()) + 1
-            for s in _special_dict(special_tokens, 0):
+            for s in special_dict(special_tokens, 0):
                 if s.encode("utf-8") in by_bytes:
                     specials[s] = by_bytes[s.encode("utf-8")]
                 else:
@@ -727,56 +379,8 @@ class BPETokenizer(Tokenizer):
     ) -> BPETokenizer:
         """From tiktoken-style mergeable ranks (token bytes -> rank = id); merge rule ``"ranks"``."""
         vocab = {int(i): bytes(b) for b, i in ranks.items()}
-        specials = _special_dict(special_tokens, max(vocab) + 1)
+        specials = special_dict(special_tokens, max(vocab) + 1)
         return cls(vocab, None, specials, pattern, "ranks", backend)
-
-    @classmethod
-    def from_tiktoken(
-        cls,
-        name_or_path: str | os.PathLike,
-        pattern: str | None = None,
-        special_tokens: Mapping[str, int] | Sequence[str] | None = None,
-        backend: str = "cpp",
-    ) -> BPETokenizer:
-        """OpenAI's vocabularies (``"gpt2"``, ``"cl100k_base"``, ``"o200k_base"``, or a ``.tiktoken``
-        file); see :func:`storygpt.tokenizers.interop.from_tiktoken`."""
-        from . import interop
-
-        return interop.from_tiktoken(name_or_path, pattern, special_tokens, backend)
-
-    @classmethod
-    def from_gpt2_files(
-        cls, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, pattern: str = "gpt2", backend: str = "cpp"
-    ) -> BPETokenizer:
-        """GPT-2's ``encoder.json`` and ``vocab.bpe``; see :func:`storygpt.tokenizers.interop.from_gpt2_files`."""
-        from . import interop
-
-        return interop.from_gpt2_files(encoder_json, vocab_bpe, pattern, backend)
-
-    @classmethod
-    def from_hf(cls, path: str | os.PathLike, backend: str = "cpp") -> BPETokenizer:
-        """A byte-level BPE Hugging Face ``tokenizer.json``; see :func:`storygpt.tokenizers.interop.from_hf`."""
-        from . import interop
-
-        return interop.from_hf(path, backend)
-
-    def save_hf(self, path: str | os.PathLike) -> None:
-        """Write a Hugging Face ``tokenizer.json``; see :func:`storygpt.tokenizers.interop.save_hf`."""
-        from . import interop
-
-        interop.save_hf(self, path)
-
-    def to_tiktoken(self, name: str | None = None):
-        """A ``tiktoken.Encoding`` with the same ids; see :func:`storygpt.tokenizers.interop.to_tiktoken`."""
-        from . import interop
-
-        return interop.to_tiktoken(self, name)
-
-    def save_tiktoken(self, path: str | os.PathLike) -> None:
-        """Write a ``.tiktoken`` rank file; see :func:`storygpt.tokenizers.interop.save_tiktoken`."""
-        from . import interop
-
-        interop.save_tiktoken(self, path)
 
     # ------------------------------------------------------------- properties
     @property
@@ -798,6 +402,11 @@ class BPETokenizer(Tokenizer):
     @property
     def unk_id(self) -> None:
         return None
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """id -> bytes of every token that is not special (a copy)."""
+        return dict(self._vocab)
 
     @property
     def byte_ids(self) -> list[int]:
@@ -881,7 +490,7 @@ class BPETokenizer(Tokenizer):
             ValueError: a disallowed special token in ``text`` (named); an argument
                 that names an unregistered token.
         """
-        text = _clean_text(text)
+        text = clean_text(text)
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
         check_no_special(text, disallowed)
         rx, _ = self._special_rx(allowed)
@@ -900,7 +509,7 @@ class BPETokenizer(Tokenizer):
                 return self._encode_bytes(text)
             except UnicodeEncodeError:  # lone surrogates: replaced below
                 pass
-        return self._encode_bytes(_clean_text(text).encode("utf-8"))
+        return self._encode_bytes(clean_text(text).encode("utf-8"))
 
     def _id_list(self) -> list[int]:
         """``list(range(vocab_size))``, made once: the int objects the C++ core puts in its lists."""
@@ -920,7 +529,7 @@ class BPETokenizer(Tokenizer):
         """
         for t in texts:
             if not isinstance(t, str):
-                _clean_text(t)  # raises the TypeError
+                clean_text(t)  # raises the TypeError
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
         for t in texts:
             check_no_special(t, disallowed)
@@ -937,7 +546,7 @@ class BPETokenizer(Tokenizer):
         try:
             return encode(texts)
         except UnicodeEncodeError:  # rare: clean every text only then
-            return encode([_clean_text(t) for t in texts])
+            return encode([clean_text(t) for t in texts])
 
     def _encode_many(self, pieces: list[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, offsets)`` of plain pieces, as the core's ``encode_batch`` returns them."""

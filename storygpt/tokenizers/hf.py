@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import regex
 
 from . import io as _io
-from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, resolve_special
-from .bpe import _clean_text
-from .interop import _require, read_hf_json
+from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, clean_text, require, resolve_special
 
 #: Names tried, in order, for the padding token.
 PAD_NAMES = ("<pad>", "[PAD]", "<|pad|>")
@@ -49,6 +48,35 @@ def _check_unk(model: dict, hf) -> None:
             f"model.unk_token {unk!r} is not in the vocabulary ({model.get('type')} model): "
             "text with an unknown character could not be encoded"
         )
+
+
+class HFFileError(ValueError):
+    """A file that is not a Hugging Face ``tokenizer.json``; the message names the file.
+    (:class:`storygpt.tokenizers.interop.InteropError` is a subclass.)"""
+
+
+def read_hf_json(path: str | os.PathLike) -> dict:
+    """Read a ``tokenizer.json`` file as a dict (the one reader: :class:`HFTokenizer` and
+    :func:`storygpt.tokenizers.interop.from_hf` use it).
+
+    Raises:
+        FileNotFoundError: no such file (named); IsADirectoryError: a folder (named).
+        HFFileError: not valid UTF-8 JSON, or not a JSON object with a ``model`` (file named).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"tokenizer.json not found: {path}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a folder, not a tokenizer.json file") from None
+    try:
+        d = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise HFFileError(f"{path}: corrupt tokenizer.json (not valid JSON): {e}") from None
+    if not isinstance(d, dict) or "model" not in d:
+        raise HFFileError(f"{path}: not a Hugging Face tokenizer.json (no 'model' object)")
+    return d
 
 
 class HFTokenizer(Tokenizer):
@@ -82,7 +110,7 @@ class HFTokenizer(Tokenizer):
     PROBE_TEXT = "Probe 123, text.\n\U0010fffd \u2603\U0001f600 end"
 
     def __init__(self, tokenizer_json: dict, source: str = "tokenizer.json"):
-        tokenizers = _require("tokenizers", "an hf: tokenizer")
+        tokenizers = require("tokenizers", "an hf: tokenizer")
         try:
             hf = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json))
         except Exception as e:  # the library raises plain Exception
@@ -116,7 +144,7 @@ class HFTokenizer(Tokenizer):
         """Read a ``tokenizer.json`` file.
 
         Raises:
-            FileNotFoundError, IsADirectoryError, InteropError (corrupt JSON), ValueError
+            FileNotFoundError, IsADirectoryError, HFFileError (corrupt JSON), ValueError
             (refused by the library, or an unknown token missing from the vocabulary);
             every message names the file.
         """
@@ -128,7 +156,7 @@ class HFTokenizer(Tokenizer):
 
     @classmethod
     def from_spec(cls, arg, train_docs, options) -> HFTokenizer:
-        """``hf:PATH`` (see :func:`storygpt.tokenizers.spec.register_kind`)."""
+        """``hf:PATH`` (see :func:`storygpt.tokenizers.registry.register_kind`)."""
         return cls.from_file(arg)
 
     # ------------------------------------------------------------------ properties
@@ -198,7 +226,7 @@ class HFTokenizer(Tokenizer):
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
         split = []
         for t in texts:
-            t = _clean_text(t)  # lone surrogates -> U+FFFD; TypeError for non-str
+            t = clean_text(t)  # lone surrogates -> U+FFFD; TypeError for non-str
             check_no_special(t, disallowed)
             split.append(self._pieces(t, allowed))
         plain = [p for parts in split for p in parts if isinstance(p, str)]

@@ -30,12 +30,13 @@ import binascii
 import json
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from storygpt.atomic import write_text
 
 from . import bpe_reference
-from .base import EOT
+from .base import EOT, require
+from .bpe import BPETokenizer, gpt2_bytes_to_unicode
+from .hf import HFFileError, read_hf_json
 
 #: Pre-tokenization patterns as regular expressions over *text* for the other libraries.
 #: ``simple`` is defined on bytes; on text (valid UTF-8) a byte >= 0x80 belongs to a
@@ -66,19 +67,8 @@ _HF_PATTERN_NAMES = {p: name for name, p in {**TEXT_PATTERNS, **HF_PATTERNS}.ite
 _HF_PATTERN_NAMES[r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""] = "gpt2"
 
 
-class InteropError(ValueError):
+class InteropError(HFFileError):
     """A file or tokenizer that cannot be converted exactly; the message names the file and component."""
-
-
-def _require(package: str, what: str):
-    """Import an optional package, or ImportError naming it and what needs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(package)
-    except ImportError as e:
-        pip = {"tokenizers": "tokenizers", "tiktoken": "tiktoken"}[package]
-        raise ImportError(f"{what} needs the optional package {package} (pip install {pip})") from e
 
 
 # ------------------------------------------------------------------------------------ merges
@@ -137,7 +127,7 @@ def check_tiktoken_name(name: str) -> str:
         ImportError: tiktoken is not installed.
         InteropError: an unknown name: ``unknown tiktoken encoding 'nope'; known: ...``.
     """
-    tiktoken = _require("tiktoken", "a tiktoken encoding")
+    tiktoken = require("tiktoken", "a tiktoken encoding")
     known = sorted(tiktoken.list_encoding_names())
     if name not in known:
         raise InteropError(f"unknown tiktoken encoding {name!r}; known: {', '.join(known)}")
@@ -211,9 +201,7 @@ def from_tiktoken(
             empty, repeats a rank or token, or lacks single bytes (file named).
         FileNotFoundError: a path that does not exist; IsADirectoryError: a folder.
     """
-    from .bpe import BPETokenizer
-
-    tiktoken = _require("tiktoken", "from_tiktoken")
+    tiktoken = require("tiktoken", "from_tiktoken")
     s = os.fspath(name_or_path)
     if is_rank_file_path(s):
         ranks = read_rank_file(s)
@@ -256,7 +244,8 @@ def _ranks_of(tok) -> dict[bytes, int]:
             not make (the tokenizer's merges differ from :func:`merges_from_ranks`).
     """
     ranks: dict[bytes, int] = {}
-    for i, b in sorted(tok._vocab.items()):
+    vocab = tok.vocab
+    for i, b in sorted(vocab.items()):
         if b in ranks:
             raise InteropError(
                 f"tokens {ranks[b]} and {i} are the same bytes {b!r}: a rank file holds one id per token"
@@ -264,7 +253,7 @@ def _ranks_of(tok) -> dict[bytes, int]:
         ranks[b] = i
     if tok.merges is None:
         return ranks
-    made = {tok._vocab[new]: (tok._vocab[a], tok._vocab[b]) for a, b, new in tok.merges}
+    made = {vocab[new]: (vocab[a], vocab[b]) for a, b, new in tok.merges}
     for left, right in merges_from_ranks(ranks):
         want = made.get(left + right)
         if want is not None and want != (left, right):
@@ -290,7 +279,7 @@ def to_tiktoken(tok, name: str | None = None):
         ImportError: tiktoken is not installed.
         InteropError: two ids share their bytes, or merges the rank rule would not make.
     """
-    tiktoken = _require("tiktoken", "to_tiktoken")
+    tiktoken = require("tiktoken", "to_tiktoken")
     ranks = _ranks_of(tok)
     return tiktoken.Encoding(
         name or f"storygpt-{tok.pattern}-{tok.vocab_size}",
@@ -331,8 +320,6 @@ def from_gpt2_files(
         FileNotFoundError: a missing file (named).
         ValueError: malformed content (file named).
     """
-    from .bpe import BPETokenizer
-
     for p in (encoder_json, vocab_bpe):
         if not os.path.isfile(p):
             raise FileNotFoundError(f"GPT-2 vocabulary file not found: {p}")
@@ -365,8 +352,6 @@ def from_gpt2_files(
 
 
 def _byte_decoder() -> dict[str, int]:
-    from .bpe import gpt2_bytes_to_unicode
-
     return {c: b for b, c in gpt2_bytes_to_unicode().items()}
 
 
@@ -396,12 +381,11 @@ def to_hf_dict(tok) -> dict:
     Raises:
         InteropError: two ids with the same bytes (``tokenizer.json`` maps a token to one id).
     """
-    from .bpe import gpt2_bytes_to_unicode
-
     table = gpt2_bytes_to_unicode()
     seen: dict[bytes, int] = {}
     vocab: dict[str, int] = {}
-    for i, b in sorted(tok._vocab.items()):
+    vocab_bytes = tok.vocab
+    for i, b in sorted(vocab_bytes.items()):
         if b in seen:
             raise InteropError(
                 f"tokens {seen[b]} and {i} are the same bytes {b!r}: tokenizer.json maps each token to one id"
@@ -409,7 +393,7 @@ def to_hf_dict(tok) -> dict:
         seen[b] = i
         vocab[_bytes_to_unicode(b, table)] = i
     if tok.merges is not None:
-        pairs = [(tok._vocab[a], tok._vocab[b]) for a, b, _ in tok.merges]
+        pairs = [(vocab_bytes[a], vocab_bytes[b]) for a, b, _ in tok.merges]
     else:
         try:
             pairs = merges_from_ranks(seen)
@@ -525,29 +509,6 @@ def _hf_pattern(pre, source: str) -> str:
     raise _hf_fail(source, "pre_tokenizer", f"type {kind!r} is not supported (need ByteLevel or [Split, ByteLevel])")
 
 
-def read_hf_json(path: str | os.PathLike) -> dict:
-    """Read a ``tokenizer.json`` file as a dict.
-
-    Raises:
-        FileNotFoundError: no such file (named); IsADirectoryError: a folder (named).
-        InteropError: not valid UTF-8 JSON, or not a JSON object (file named).
-    """
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"tokenizer.json not found: {path}") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{path}: is a folder, not a tokenizer.json file") from None
-    try:
-        d = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InteropError(f"{path}: corrupt tokenizer.json (not valid JSON): {e}") from None
-    if not isinstance(d, dict) or "model" not in d:
-        raise InteropError(f"{path}: not a Hugging Face tokenizer.json (no 'model' object)")
-    return d
-
-
 def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
     """A byte-level BPE ``tokenizer.json`` (GPT-2/RoBERTa style, or ``Split`` + ``ByteLevel``)
     as a :class:`~storygpt.tokenizers.BPETokenizer` with the same ids as ``tokenizers``.
@@ -569,12 +530,14 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
             component (normalizer, pre_tokenizer, model type, decoder, post_processor,
             added token), or a vocabulary entry that no merge makes (a cut merges list).
     """
-    from .bpe import BPETokenizer
-
     if isinstance(path_or_dict, dict):
         d, source = path_or_dict, source or "tokenizer.json"
     else:
-        d, source = read_hf_json(path_or_dict), source or os.fspath(path_or_dict)
+        try:
+            d = read_hf_json(path_or_dict)
+        except HFFileError as e:
+            raise InteropError(str(e)) from None
+        source = source or os.fspath(path_or_dict)
     if d.get("normalizer") is not None:
         kind = d["normalizer"].get("type") if isinstance(d["normalizer"], dict) else d["normalizer"]
         raise _hf_fail(source, "normalizer", f"{kind!r} is not supported (it changes the text before tokenizing)")

@@ -1,4 +1,7 @@
-"""Tokenizer files: the JSON format, token-byte encoding, loading.
+"""Tokenizer files: the JSON format (header, token bytes, readable dump, canonical JSON).
+
+This module imports no tokenizer class: loading a file as the right class is the
+registry's (:func:`storygpt.tokenizers.registry.load`).
 
 Every tokenizer is stored as one UTF-8 JSON file (see ``docs/tokenizers.md``)::
 
@@ -113,10 +116,11 @@ class TokenizerFileError(ValueError):
 
 
 def check_header(d: Any, source: str = "tokenizer dict") -> str:
-    """Check ``format``/``version``/``kind`` of a tokenizer dict; return the kind.
+    """Check ``format`` and ``version`` of a tokenizer dict; return its ``kind`` (a str; whether it is
+    a known kind is the registry's question, :func:`storygpt.tokenizers.registry.from_dict`).
 
     Raises:
-        TokenizerFileError: not a dict, wrong format name, unknown version or kind.
+        TokenizerFileError: not a dict, wrong format name, unknown version.
     """
     if not isinstance(d, dict):
         raise TokenizerFileError(f"{source}: expected a JSON object, got {type(d).__name__}")
@@ -129,50 +133,17 @@ def check_header(d: Any, source: str = "tokenizer dict") -> str:
         raise TokenizerFileError(
             f"{source}: unsupported tokenizer file version {version!r} (this storygpt reads version {FORMAT_VERSION})"
         )
-    kind = d.get("kind")
-    if kind not in _kinds():
-        raise TokenizerFileError(f"{source}: unknown tokenizer kind {kind!r} (expected one of {sorted(_kinds())})")
-    return kind
+    return d.get("kind")
 
 
-_FILE_KINDS: dict[str, type] = {}
-
-
-def register_file_kind(kind: str, cls: type) -> None:
-    """Make files and dicts whose ``"kind"`` is ``kind`` load through ``cls.from_dict``
-    (called by :func:`storygpt.tokenizers.spec.register_kind` for classes)."""
-    _FILE_KINDS[kind] = cls
-
-
-def _kinds() -> dict:
-    from .bpe import BPETokenizer
-    from .hf import HFTokenizer
-    from .spec import kinds
-    from .word import WordTokenizer
-
-    kinds()  # plug-ins named by STORYGPT_TOKENIZER_PLUGINS register their classes
-    return {"bpe": BPETokenizer, "word": WordTokenizer, "hf": HFTokenizer, **_FILE_KINDS}
-
-
-def from_dict(d: dict, source: str = "tokenizer dict", **kwargs):
-    """Build the right tokenizer class from a dict made by ``to_dict()``.
-
-    Args:
-        d: the dict (plain JSON types).
-        source: a name for error messages (the file path when loading a file).
-        **kwargs: passed to the class's ``from_dict`` (e.g. ``backend="reference"`` for BPE).
-
-    Raises:
-        TokenizerFileError: bad format name, version, kind or content (message names ``source``).
-    """
-    kind = check_header(d, source)
-    cls = _kinds()[kind]
+def call_from_dict(cls, d: dict, source: str, **kwargs):
+    """``cls.from_dict(d, **kwargs)``, its content errors as TokenizerFileError naming ``source``."""
     try:
         return cls.from_dict(d, **kwargs)
     except TokenizerFileError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise TokenizerFileError(f"{source}: malformed {kind} tokenizer: {e}") from e
+        raise TokenizerFileError(f"{source}: malformed {d.get('kind')} tokenizer: {e}") from e
 
 
 def read_json(path: str | os.PathLike) -> dict:
@@ -193,22 +164,3 @@ def read_json(path: str | os.PathLike) -> dict:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TokenizerFileError(f"{path}: corrupt tokenizer file (not valid JSON): {e}") from e
-
-
-def load(path: str | os.PathLike, **kwargs):
-    """Load a tokenizer file written by ``save``; the class is chosen from the file.
-
-    Args:
-        path: the JSON file.
-        **kwargs: passed on to the class (e.g. ``backend="reference"`` for BPE).
-
-    Returns:
-        A :class:`~storygpt.tokenizers.BPETokenizer`, :class:`~storygpt.tokenizers.WordTokenizer`,
-        :class:`~storygpt.tokenizers.HFTokenizer` or a registered kind's class.
-
-    Raises:
-        FileNotFoundError: missing file.
-        TokenizerFileError: corrupt JSON, unknown version or kind, malformed content;
-            the message names the file.
-    """
-    return from_dict(read_json(path), source=str(path), **kwargs)

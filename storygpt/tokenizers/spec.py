@@ -17,140 +17,33 @@ names the token files and run folders that belong to a SPEC (``train-<slug>.bin`
 :func:`build_tokenizer` makes the tokenizer a SPEC names (training it on the corpus
 for ``bpe``/``word``).
 
-More kinds plug in with :func:`register_kind` (one class, one registration; see
-docs/tokenizers.md, "Adding a kind").  Command-line tools see kinds registered by the
-modules named in the environment variable ``STORYGPT_TOKENIZER_PLUGINS``
-(comma-separated module names, imported on first use).
+The kinds and their builders are the registry's (:mod:`storygpt.tokenizers.registry`);
+more kinds plug in there with one :func:`~storygpt.tokenizers.registry.register_kind`
+call (docs/tokenizers.md, "Adding a kind").  A vocabulary size travels as an ``int``
+(:attr:`TokenizerSpec.arg`), checked once by :func:`check_vocab_size`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-# Default vocabulary sizes of the kinds that are trained on the corpus.
-DEFAULT_VOCAB = {"bpe": 8192, "word": 10000}
+from . import interop
+from .registry import BuildOptions, SpecError, kinds
+
 # Built-in kinds whose ARG is a vocabulary size, a name, a path; and the kind that takes no ARG.
 TRAINED_KINDS = ("bpe", "word")
 NAMED_KINDS = ("tiktoken",)
 PATH_KINDS = ("hf", "file")
 PLAIN_KINDS = ("byte",)
 KINDS = TRAINED_KINDS + PLAIN_KINDS + NAMED_KINDS + PATH_KINDS
-#: What the ARG of a kind is: a vocabulary size, a name, a file path, or nothing.
-ARG_TYPES = ("vocab", "name", "path", "none")
-PLUGINS_ENV = "STORYGPT_TOKENIZER_PLUGINS"
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    """How :func:`build_tokenizer` trains the kinds that learn from the corpus.
-
-    Attributes:
-        pattern: BPE pre-tokenization pattern (``simple``, ``gpt2``, ``gpt4``, ``o200k``).
-        tie_break: BPE training tie-break (``smallest_ids`` or ``largest_bytes``).
-        min_frequency: BPE training stops when the best pair occurs fewer times.
-        num_threads: trainer threads (0: all cores).
-        train_file: the training documents as a file (``train.txt``), which the BPE
-            trainer reads itself for large corpora; ``None``: pass the text.
-        progress: show progress bars.
-    """
-
-    pattern: str = "gpt4"
-    tie_break: str = "smallest_ids"
-    min_frequency: int = 1
-    num_threads: int = 0
-    train_file: str | None = None
-    progress: bool = False
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A registered tokenizer kind (see :func:`register_kind`)."""
-
-    name: str
-    build: Callable  # (arg, train_docs, options) -> Tokenizer
-    arg: str
-    default_vocab: int | None = None
-
-
-_KINDS: dict[str, Kind] = {}
-_plugins_loaded = False
-
-
-def register_kind(name: str, cls_or_factory, *, arg: str = "none", default_vocab: int | None = None) -> None:
-    """Make ``name`` a tokenizer kind: ``--tokenizer name[:ARG]`` in every tool.
-
-    Args:
-        name: the kind (lower case letters, digits, ``_``; also the ``"kind"`` key of its
-            tokenizer files when ``cls_or_factory`` is a class).
-        cls_or_factory: a :class:`~storygpt.tokenizers.Tokenizer` subclass with a
-            classmethod ``from_spec(arg, train_docs, options)`` (it is also registered
-            for loading files and checkpoints whose ``"kind"`` is ``name``, through its
-            ``from_dict``), or a function ``(arg, train_docs, options) -> Tokenizer``.
-            ``arg`` is the SPEC's ARG (a str, or ``None``), ``train_docs`` the training
-            documents (list of str), ``options`` a :class:`BuildOptions`.
-        arg: what ARG is: ``"vocab"`` (a size; ``default_vocab`` when omitted),
-            ``"name"``, ``"path"`` (a file; slugs carry its hash) or ``"none"``.
-
-    Raises:
-        ValueError: a bad name or ``arg``, a class without ``from_spec``, or a kind
-            registered twice with a different builder.
-    """
-    from .base import Tokenizer
-    from .io import register_file_kind
-
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise ValueError(f"tokenizer kind name {name!r} must be lower-case letters, digits and _")
-    if arg not in ARG_TYPES:
-        raise ValueError(f"arg must be one of {ARG_TYPES}, got {arg!r}")
-    if arg == "vocab" and default_vocab is None:
-        raise ValueError(f"kind {name!r}: arg='vocab' needs a default_vocab")
-    if isinstance(cls_or_factory, type):
-        if not issubclass(cls_or_factory, Tokenizer) or not hasattr(cls_or_factory, "from_spec"):
-            raise ValueError(
-                f"kind {name!r}: {cls_or_factory.__name__} must be a Tokenizer with a from_spec classmethod"
-            )
-        register_file_kind(name, cls_or_factory)
-        build = cls_or_factory.from_spec
-    elif callable(cls_or_factory):
-        build = cls_or_factory
-    else:
-        raise ValueError(f"kind {name!r}: expected a Tokenizer class or a function, got {cls_or_factory!r}")
-    old = _KINDS.get(name)
-    if old is not None and old.build != build:
-        raise ValueError(f"tokenizer kind {name!r} is already registered")
-    _KINDS[name] = Kind(name, build, arg, default_vocab)
-
-
-def _load_plugins() -> None:
-    """Import the modules named by ``STORYGPT_TOKENIZER_PLUGINS`` once (they call register_kind)."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise SpecError(f"{PLUGINS_ENV}: cannot import tokenizer plug-in module {module!r}: {e}") from None
-
-
-def kinds() -> dict[str, Kind]:
-    """Every registered kind (built-in ones first), plug-ins loaded."""
-    _load_plugins()
-    return dict(_KINDS)
+__all__ = ["BuildOptions", "SpecError", "TokenizerSpec", "build_tokenizer", "check_vocab_size", "parse_spec"]
 
 
 _NAME_RX = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-class SpecError(ValueError):
-    """A tokenizer SPEC that cannot be parsed; the message names the SPEC."""
 
 
 @dataclass(frozen=True)
@@ -158,13 +51,14 @@ class TokenizerSpec:
     """A parsed tokenizer SPEC.
 
     Attributes:
-        kind: one of :data:`KINDS`.
-        arg: the vocabulary size (``bpe``, ``word``; always filled in), the encoding name
-            (``tiktoken``), the file path (``hf``, ``file``), or ``None`` (``byte``).
+        kind: a registered kind (:func:`storygpt.tokenizers.registry.kinds`).
+        arg: the vocabulary size as an ``int`` (``bpe``, ``word`` and other trained kinds;
+            always filled in), the encoding name (``tiktoken``), the file path (``hf``,
+            ``file``), or ``None`` (``byte``).
     """
 
     kind: str
-    arg: str | None = None
+    arg: int | str | None = None
 
     def __str__(self) -> str:
         return self.kind if self.arg is None else f"{self.kind}:{self.arg}"
@@ -177,7 +71,17 @@ class TokenizerSpec:
     @property
     def vocab_size(self) -> int | None:
         """The vocabulary size asked for (``bpe``/``word`` and other trained kinds), else ``None``."""
-        return int(self.arg) if self.arg_type == "vocab" else None
+        return self.arg if self.arg_type == "vocab" else None
+
+    def with_vocab_size(self, vocab_size: int) -> TokenizerSpec:
+        """This SPEC with another vocabulary size (``--vocab-size``).
+
+        Raises:
+            SpecError: a kind that takes no vocabulary size; a size that is not a positive integer.
+        """
+        if not self.is_trained:
+            raise SpecError(f"--vocab-size applies to bpe and word, not to {self}")
+        return replace(self, arg=check_vocab_size(vocab_size, "--vocab-size"))
 
     @property
     def is_trained(self) -> bool:
@@ -239,10 +143,10 @@ def parse_spec(text: str) -> TokenizerSpec:
     info = known[kind]
     if info.arg == "vocab":
         if not sep:
-            return TokenizerSpec(kind, str(info.default_vocab))
-        if not re.fullmatch(r"[0-9]+", arg) or int(arg) == 0:
+            return TokenizerSpec(kind, info.default_vocab)
+        if not re.fullmatch(r"[0-9]+", arg):
             raise SpecError(f"tokenizer SPEC {text!r}: VOCAB must be a positive whole number, got {arg!r}")
-        return TokenizerSpec(kind, str(int(arg)))
+        return TokenizerSpec(kind, check_vocab_size(int(arg), f"tokenizer SPEC {text!r}: VOCAB"))
     if info.arg == "none":
         if sep:
             raise SpecError(f"tokenizer SPEC {text!r}: {kind} takes no argument")
@@ -257,12 +161,22 @@ def parse_spec(text: str) -> TokenizerSpec:
     return TokenizerSpec(kind, arg)
 
 
+def check_vocab_size(vocab_size: int, what: str) -> int:
+    """The one check of a requested vocabulary size on its way from a tool to a trainer:
+    a positive ``int`` (each trainer still refuses sizes beyond what it can hold).
+
+    Raises:
+        SpecError: not a positive integer (``what`` names it).
+    """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise SpecError(f"{what} must be a positive whole number, got {vocab_size!r}")
+    return vocab_size
+
+
 def _check_tiktoken_arg(text: str, arg: str) -> None:
     """SpecError when tiktoken is installed and ``arg`` is neither a rank file nor an
     encoding it knows (:func:`storygpt.tokenizers.interop.check_tiktoken_name`); without
     tiktoken the build reports the missing package instead."""
-    from . import interop
-
     if interop.is_rank_file_path(arg):
         return
     try:
@@ -273,13 +187,15 @@ def _check_tiktoken_arg(text: str, arg: str) -> None:
         raise SpecError(f"tokenizer SPEC {text!r}: {e}") from None
 
 
-def build_tokenizer(spec, train_docs: Sequence[str] = (), options: BuildOptions | None = None):
+def build_tokenizer(spec, train_docs: Iterable[str] = (), options: BuildOptions | None = None):
     """The tokenizer a SPEC names: trained on ``train_docs`` (``bpe``, ``word``), made
-    (``byte``), or read (``tiktoken:NAME``, ``hf:PATH``, ``file:PATH``).
+    (``byte``), or read (``tiktoken:NAME``, ``hf:PATH``, ``file:PATH``), by the builder the
+    registry holds for its kind (:mod:`storygpt.tokenizers.registry`).
 
     Args:
         spec: a :class:`TokenizerSpec` or SPEC string.
-        train_docs: the training documents (only the trained kinds use them).
+        train_docs: the training documents, read as often as needed (a list, or a
+            ``DocumentFile``); only the trained kinds use them.
         options: training options (default :class:`BuildOptions`).
 
     Returns:
@@ -290,67 +206,7 @@ def build_tokenizer(spec, train_docs: Sequence[str] = (), options: BuildOptions 
         package (tiktoken, tokenizers) that is not installed; ValueError: bad content.
     """
     spec = parse_spec(spec) if isinstance(spec, str) else spec
-    tok = kinds()[spec.kind].build(spec.arg, list(train_docs), options or BuildOptions())
+    tok = kinds()[spec.kind].build(spec.arg, train_docs, options or BuildOptions())
     if tok.eot_id is None:
         raise ValueError(f"tokenizer SPEC {spec}: the tokenizer has no <|endoftext|> special token")
     return tok
-
-
-# ----------------------------------------------------------------------------- built-in kinds
-def _build_bpe(arg, docs, opt: BuildOptions):
-    from .base import EOT
-    from .bpe import BPETokenizer
-
-    n_chars = sum(len(d) for d in docs)
-    source = [opt.train_file] if opt.train_file is not None and n_chars > TRAIN_FROM_FILE_CHARS else EOT.join(docs)
-    return BPETokenizer.train(
-        source,
-        int(arg),
-        pattern=opt.pattern,
-        special_tokens=("<pad>", EOT),
-        min_frequency=opt.min_frequency,
-        tie_break=opt.tie_break,
-        num_threads=opt.num_threads,
-    )
-
-
-def _build_word(arg, docs, opt: BuildOptions):
-    from .word import WordTokenizer
-
-    return WordTokenizer.train(docs, int(arg), show_progress=opt.progress)
-
-
-def _build_byte(arg, docs, opt: BuildOptions):
-    from .bpe import ByteTokenizer
-
-    return ByteTokenizer()
-
-
-def _build_tiktoken(arg, docs, opt: BuildOptions):
-    from .interop import from_tiktoken
-
-    return from_tiktoken(arg)
-
-
-def _build_hf(arg, docs, opt: BuildOptions):
-    from .hf import HFTokenizer
-
-    return HFTokenizer.from_file(arg)
-
-
-def _build_file(arg, docs, opt: BuildOptions):
-    from .io import load
-
-    return load(arg)
-
-
-#: Above this many characters the BPE trainer reads the training file itself (C++)
-#: instead of receiving the text from Python.
-TRAIN_FROM_FILE_CHARS = 64 << 20
-
-register_kind("bpe", _build_bpe, arg="vocab", default_vocab=DEFAULT_VOCAB["bpe"])
-register_kind("word", _build_word, arg="vocab", default_vocab=DEFAULT_VOCAB["word"])
-register_kind("byte", _build_byte)
-register_kind("tiktoken", _build_tiktoken, arg="name")
-register_kind("hf", _build_hf, arg="path")
-register_kind("file", _build_file, arg="path")

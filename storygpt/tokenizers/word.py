@@ -12,8 +12,7 @@ from collections.abc import Iterable, Sequence
 import regex
 
 from . import io as _io
-from .base import EOT, Tokenizer, as_int, check_no_special, resolve_special
-from .bpe import _clean_text
+from .base import EOT, Tokenizer, as_int, check_no_special, clean_text, resolve_special
 
 PAD = "<pad>"
 UNK = "<unk>"
@@ -119,7 +118,7 @@ class WordTokenizer(Tokenizer):
             texts = tqdm(texts, desc="counting words", unit="text")
         counts: Counter = Counter()
         for t in texts:
-            counts.update(m for m in _RX_SPECIAL.findall(_clean_text(t)) if m != EOT)
+            counts.update(m for m in _RX_SPECIAL.findall(clean_text(t)) if m != EOT)
         for s in SPECIALS:
             counts.pop(s, None)
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -170,7 +169,7 @@ class WordTokenizer(Tokenizer):
         whole when ``allowed_special`` is ``"all"`` or holds it)."""
         allowed, _ = resolve_special(allowed_special, (), SPECIALS)
         rx = _RX_SPECIAL if EOT in allowed else _RX_PLAIN
-        return rx.findall(_clean_text(text))
+        return rx.findall(clean_text(text))
 
     def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
         """Encode ``text``; out-of-vocabulary tokens become ``unk_id``.
@@ -184,7 +183,7 @@ class WordTokenizer(Tokenizer):
             ValueError: ``<|endoftext|>`` in ``text`` while it is disallowed.
         """
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, SPECIALS)
-        text = _clean_text(text)
+        text = clean_text(text)
         check_no_special(text, disallowed & {EOT})
         unk = self._ids[UNK]
         get = self._ids.get

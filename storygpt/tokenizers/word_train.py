@@ -1,4 +1,4 @@
-"""The word-level tokenizer's vocabulary from a stream of documents, in bounded memory.
+"""Word-level training: the vocabulary from a stream of documents, in bounded memory.
 
 :meth:`storygpt.tokenizers.word.WordTokenizer.train` keeps one ``Counter`` of
 every distinct token, which for a large varied corpus (millions of distinct
@@ -17,11 +17,12 @@ import heapq
 import os
 import shutil
 import tempfile
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from storygpt.tokenizers.word import SPECIALS, WordTokenizer
+from .word import SPECIALS, WordTokenizer
 
 #: Distinct tokens held in memory before they are written to a sorted run
 #: (about 120 bytes each in a Counter).
@@ -131,6 +132,9 @@ def train_word_tokenizer(
         spill_dir: folder for temporary run files (removed before returning).
         max_entries: distinct tokens held in memory before a spill.
 
+    Warns:
+        UserWarning: the text has fewer distinct tokens than ``vocab_size`` asks for.
+
     Raises:
         ValueError: ``vocab_size < 3``.
     """
@@ -139,4 +143,11 @@ def train_word_tokenizer(
     with WordCounter(spill_dir, max_entries) as counter:
         for text in texts:
             counter.add(text)
-        return WordTokenizer(list(SPECIALS) + counter.top(vocab_size - len(SPECIALS)))
+        tok = WordTokenizer(list(SPECIALS) + counter.top(vocab_size - len(SPECIALS)))
+    if tok.vocab_size < vocab_size:
+        warnings.warn(
+            f"the word-level vocabulary has {tok.vocab_size:,} entries, short of the {vocab_size:,} asked: "
+            "the training text has no more distinct words",
+            stacklevel=2,
+        )
+    return tok

@@ -1,0 +1,312 @@
+"""BPE training: one entry point, :func:`train_bpe`, for a text, files, an iterator of texts or counts.
+
+The vocabulary it returns is a :class:`~storygpt.tokenizers.bpe.BPETokenizer`; this module
+only learns the merges.  The four sources differ in how chunks are counted, never in the
+merges learned from the same chunks:
+
+==========================  =============================================================
+``str`` / ``bytes``         one text (the C++ trainer, or ``bpe_reference.train``)
+``list`` / ``tuple`` of     files, streamed in windows by the C++ trainer (never read
+paths                       whole); each file is a separate text
+any other iterable          texts that arrive one by one (a generator, a file of
+                            documents), counted a batch of about 8 MB at a time
+a ``Mapping``               chunk -> count (chunks used as is; C++ backend only)
+==========================  =============================================================
+
+Every source goes through the one argument checker (:func:`check_train_args`) and gives
+the one warning when the text runs out of pairs before ``vocab_size``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import bpe_reference
+from .base import EOT, as_int, clean_text
+from .bpe import MAX_VOCAB_SIZE, BPETokenizer, check_backend, load_cpp, special_dict
+
+#: Texts per C++ counting call for an iterator of texts (bytes).
+ITERATOR_BATCH_BYTES = 8 << 20
+#: Below this much text one counting thread is as fast as two or faster (docs/performance.md:
+#: on 2 quiet cores after the counting table, 2 threads took 1.17x the time at 50 MB, 1.01x at 200 MB).
+PARALLEL_TRAIN_BYTES = 512 << 20
+#: Counts and pair counts are int64 in the C++ trainer.
+MAX_COUNT = (1 << 63) - 1
+
+Progress = Callable[[str, int, int], None]
+
+
+def default_train_threads(work_bytes: int) -> int:
+    """Counting threads for ``work_bytes`` of training text when the caller asks for 0 (auto).
+
+    One thread below 512 MB, where starting threads and the extra passes cost
+    about what they save (measured up to 200 MB); above it, the CPUs this process may use that the
+    1-minute load average leaves idle (at least 1), so a busy machine gets
+    one thread.  Merges never depend on the choice.
+    """
+    if work_bytes < PARALLEL_TRAIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    idle = cpus - os.getloadavg()[0] if hasattr(os, "getloadavg") else cpus
+    return max(1, min(cpus, int(idle + 0.5)))
+
+
+@dataclass(frozen=True)
+class TrainArgs:
+    """The training arguments, checked (:func:`check_train_args`)."""
+
+    vocab_size: int
+    specials: dict[str, int]  # special token -> its index among the specials
+    pattern: str
+    min_frequency: int
+    tie_break: str
+    num_threads: int  # 0: chosen from the work size
+    backend: str
+
+    @property
+    def special_bytes(self) -> list[bytes]:
+        return [s.encode("utf-8") for s in self.specials]
+
+    def threads(self, work_bytes: int) -> int:
+        return self.num_threads if self.num_threads > 0 else default_train_threads(work_bytes)
+
+
+def check_train_args(vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads, backend) -> TrainArgs:
+    """The one check of the training arguments, the same for every source and backend.
+
+    Raises:
+        TypeError: a non-integer ``vocab_size``; ``special_tokens`` not a list of str.
+        ValueError: ``vocab_size`` too large; an unknown ``pattern``, ``tie_break`` or
+            ``backend``; ``min_frequency`` not a positive integer; ``num_threads`` not an
+            integer >= 0.
+    """
+    check_backend(backend)
+    vocab_size = as_int(vocab_size, "vocab_size")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
+    if not isinstance(pattern, str) or pattern not in bpe_reference.PATTERNS:
+        raise ValueError(
+            f"unknown pre-tokenization pattern {pattern!r}; expected one of {sorted(bpe_reference.PATTERNS)}"
+        )
+    if not isinstance(tie_break, str) or tie_break not in bpe_reference.TIE_BREAKS:
+        raise ValueError(f"unknown tie_break {tie_break!r}; expected one of {bpe_reference.TIE_BREAKS}")
+    min_frequency = as_int(min_frequency, "min_frequency", ValueError)
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency must be a positive integer, got {min_frequency}")
+    num_threads = as_int(num_threads, "num_threads", ValueError)
+    if num_threads < 0:
+        raise ValueError(f"num_threads must be >= 0 (0: chosen from the work size), got {num_threads}")
+    specials = special_dict(special_tokens, 0)  # validates
+    return TrainArgs(vocab_size, specials, pattern, min_frequency, tie_break, num_threads, backend)
+
+
+def train_bpe(
+    source: str | bytes | Sequence[str | os.PathLike] | Iterable[str | bytes] | Mapping[str | bytes, int],
+    vocab_size: int,
+    pattern: str = "simple",
+    special_tokens: Sequence[str] = ("<pad>", EOT),
+    min_frequency: int = 1,
+    tie_break: str = "smallest_ids",
+    num_threads: int = 0,
+    backend: str = "cpp",
+    progress: Progress | None = None,
+) -> BPETokenizer:
+    """Learn a byte-level BPE vocabulary (Sennrich et al. 2016; GPT-2's byte level).
+
+    Args:
+        source: what to learn from (module docstring): a text (``str``: lone surrogates
+            become U+FFFD; ``bytes``: trained on as bytes, UTF-8 or not), a list of file
+            paths (read as bytes; a single path must still be a list), any other
+            iterable of ``str``/``bytes`` texts (each a separate text: chunks never cross
+            texts; the merges equal those of the texts joined by a special token), or a
+            mapping chunk -> count (``str`` or ``bytes`` chunks, ``"a"`` and ``b"a"``
+            adding up; ``pattern`` is then only recorded for encoding).
+        vocab_size: final vocabulary size: 256 bytes + merges + special tokens (fewer
+            merges are learned when the text runs out of pairs; a ``UserWarning`` then
+            gives the size reached).
+        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``, ``"o200k"``).
+        special_tokens: registered special tokens, a list of ``str``; they split the
+            training text, are never merged, and get the last ids.
+        min_frequency: a positive integer: stop when the best pair occurs fewer times.
+        tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
+        num_threads: counting threads (an integer >= 0); 0 chooses from the work size and
+            the machine (:func:`default_train_threads`).  Merges never depend on it.
+        backend: ``"cpp"`` (``storygpt._bpe``) or ``"reference"`` (not for counts).
+        progress: ``callback(stage, done, total)``, called now and then (``cpp``
+            backend): stage ``"count"`` with bytes, ``"merge"`` with merges; ``total``
+            is 0 when unknown.  An exception it raises ends training.
+
+    Returns:
+        A :class:`BPETokenizer` with ids: bytes ``0..255``, merge ``i`` at ``256 + i``,
+        then the special tokens in the order given.
+
+    Raises:
+        ValueError: bad arguments (:func:`check_train_args`); counts that are not
+            positive integers, or so large that a pair count could exceed ``2**63 - 1``
+            (the sum over chunks of ``count * (len(chunk bytes) - 1)``); counts with
+            ``backend="reference"``.
+        TypeError: as :func:`check_train_args`; one path instead of a list; an item of
+            the texts or a key of the counts that is neither ``str`` nor ``bytes`` (named).
+        FileNotFoundError, IsADirectoryError, OSError: a listed file (named).
+    """
+    args = check_train_args(vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads, backend)
+    if isinstance(source, os.PathLike):
+        raise TypeError(f"source: pass a list of paths, not one path ({os.fspath(source)!r})")
+    if isinstance(source, (str, bytes, bytearray)):
+        data = clean_text(source).encode("utf-8") if isinstance(source, str) else bytes(source)
+        pairs = _learn_text(data, args, progress)
+    elif isinstance(source, Mapping):
+        pairs = _learn_counts(source, args, progress)
+    elif isinstance(source, (list, tuple)):
+        pairs = _learn_files([os.fspath(p) for p in source], args, progress)
+    else:
+        pairs = _learn_texts(source, args, progress)
+    tok = BPETokenizer.from_merges_ids(
+        [tuple(p) for p in pairs], special_tokens=args.specials.keys(), pattern=pattern, backend=backend
+    )
+    if tok.vocab_size < args.vocab_size:
+        warnings.warn(
+            f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(pairs):,} merges), short of the "
+            f"{args.vocab_size:,} asked: the text ran out of pairs occurring at least "
+            f"min_frequency={args.min_frequency} times",
+            stacklevel=2,
+        )
+    return tok
+
+
+def _learn_text(data: bytes, args: TrainArgs, progress: Progress | None) -> list:
+    if args.backend == "reference":
+        return _reference_train([data], args)
+    return load_cpp().train(data=data, files=None, progress=progress, **_cpp_kwargs(args, len(data)))
+
+
+def _learn_files(files: list[str], args: TrainArgs, progress: Progress | None) -> list:
+    for p in files:
+        if os.path.isdir(p):
+            raise IsADirectoryError(f"training file {p} is a folder, not a file")
+        if not os.path.isfile(p):
+            raise FileNotFoundError(f"training file not found: {p} (texts go in as an iterator: iter(texts))")
+    if args.backend == "reference":
+        texts = []
+        for p in files:
+            with open(p, "rb") as f:
+                texts.append(f.read())
+        return _reference_train(texts, args)
+    work = sum(os.path.getsize(p) for p in files)
+    return load_cpp().train(data=None, files=files, progress=progress, **_cpp_kwargs(args, work))
+
+
+def _cpp_kwargs(args: TrainArgs, work_bytes: int) -> dict:
+    return dict(
+        vocab_size=args.vocab_size,
+        pattern=args.pattern,
+        special_tokens=args.special_bytes,
+        min_frequency=args.min_frequency,
+        tie_break=args.tie_break,
+        num_threads=args.threads(work_bytes),
+    )
+
+
+def _learn_texts(texts: Iterable, args: TrainArgs, progress: Progress | None) -> list:
+    """Texts counted a batch of about :data:`ITERATOR_BATCH_BYTES` at a time, then dropped."""
+    if args.backend == "reference":
+        return _reference_train(list(_text_items(texts)), args)
+    counter = None
+    batch: list[bytes] = []
+    batch_bytes = done = 0
+    for item in _text_items(texts):
+        batch.append(item)
+        batch_bytes += len(item)
+        if batch_bytes >= ITERATOR_BATCH_BYTES:
+            if counter is None:  # threads chosen from the first batch: small work, one thread
+                counter = load_cpp().ChunkCounter(args.pattern, args.special_bytes, args.threads(4 * batch_bytes))
+            counter.add_texts(batch)
+            done += batch_bytes
+            batch, batch_bytes = [], 0
+            if progress is not None:
+                progress("count", done, 0)
+    if counter is None:
+        counter = load_cpp().ChunkCounter(args.pattern, args.special_bytes, args.threads(batch_bytes))
+    if batch:
+        counter.add_texts(batch)
+    if progress is not None:
+        progress("count", done + batch_bytes, 0)
+    return _learn_merges(counter, args, progress)
+
+
+def _learn_counts(counts: Mapping, args: TrainArgs, progress: Progress | None) -> list:
+    if args.backend != "cpp":
+        raise ValueError("training from counts needs backend='cpp'")
+    counter = load_cpp().ChunkCounter(args.pattern, args.special_bytes, 1)
+    counter.add_counts(_checked_counts(counts))
+    return _learn_merges(counter, args, progress)
+
+
+def _learn_merges(counter, args: TrainArgs, progress: Progress | None) -> list:
+    return counter.learn_merges(
+        vocab_size=args.vocab_size, min_frequency=args.min_frequency, tie_break=args.tie_break, progress=progress
+    )
+
+
+def _checked_counts(counts: Mapping) -> dict[bytes, int]:
+    """``counts`` with str keys as UTF-8 (``"a"`` and ``b"a"`` added up), every count checked.
+
+    Raises:
+        TypeError: a key is neither str nor bytes (named).
+        ValueError: a count that is not a positive integer or is 2**63 or more (its chunk
+            named), or counts whose pair counts could overflow int64: the sum over chunks
+            of ``count * (len(chunk bytes) - 1)``, a bound on every pair count at every
+            step of training, exceeds ``2**63 - 1``.
+    """
+    merged: dict[bytes, int] = {}
+    for chunk, count in counts.items():
+        if isinstance(chunk, str):
+            key = clean_text(chunk).encode("utf-8")
+        elif isinstance(chunk, (bytes, bytearray)):
+            key = bytes(chunk)
+        else:
+            raise TypeError(f"train_bpe counts: chunk {chunk!r} is {type(chunk).__name__}, not str or bytes")
+        if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(
+                f"train_bpe counts: the count of chunk {chunk!r} must be a positive integer, got {count!r}"
+            )
+        total = merged.get(key, 0) + int(count)
+        if total > MAX_COUNT:
+            raise ValueError(f"train_bpe counts: the count of chunk {chunk!r} must be below 2**63, got {total}")
+        merged[key] = total
+    bound = sum(c * (len(k) - 1) for k, c in merged.items())
+    if bound > MAX_COUNT:
+        raise ValueError(
+            "train_bpe counts: counts too large: pair counts could exceed 2**63-1 "
+            f"(the sum of count * (chunk bytes - 1) is {bound})"
+        )
+    return merged
+
+
+def _text_items(texts: Iterable) -> Iterable[bytes]:
+    """Each item as UTF-8 bytes; TypeError naming the index and type of a non-text item."""
+    for i, item in enumerate(texts):
+        if isinstance(item, str):
+            yield clean_text(item).encode("utf-8")
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            yield bytes(item)
+        else:
+            raise TypeError(f"train_bpe texts: item {i} is {type(item).__name__}, not str or bytes")
+
+
+def _reference_train(texts: list[bytes], args: TrainArgs) -> list:
+    """bpe_reference.train on separate texts: joined by one more special token (and one more vocab slot)."""
+    special_bytes = args.special_bytes
+    if len(texts) == 1:
+        return bpe_reference.train(
+            texts[0], args.vocab_size, args.pattern, special_bytes, args.min_frequency, args.tie_break
+        )
+    sep = b"\x00<storygpt-text-separator>\x00"
+    return bpe_reference.train(
+        sep.join(texts), args.vocab_size + 1, args.pattern, special_bytes + [sep], args.min_frequency, args.tie_break
+    )

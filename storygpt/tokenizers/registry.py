@@ -1,0 +1,269 @@
+"""The one table of tokenizer kinds: what a SPEC can name and what a file can hold.
+
+Every kind is one :class:`Kind` row in one table, made by :func:`register_kind`:
+
+* its **builder** ``(arg, train_docs, options) -> Tokenizer`` makes the tokenizer a
+  SPEC names (``bpe:8192``, ``tiktoken:gpt2``, ...; :mod:`storygpt.tokenizers.spec`
+  parses the string against this table, :func:`storygpt.tokenizers.spec.build_tokenizer`
+  calls the builder);
+* its **file class** (a :class:`~storygpt.tokenizers.base.Tokenizer` subclass) rebuilds
+  a tokenizer file or checkpoint dict whose ``"kind"`` is the kind's name
+  (:func:`load`, :func:`from_dict`).
+
+Adding a kind (how SuperBPE, Unigram, WordPiece or SentencePiece come in)
+    Write the class in its own module of this package (or anywhere, for a plug-in):
+    a ``Tokenizer`` with ``kind = "name"``, ``to_dict``/``from_dict`` (file format:
+    :mod:`storygpt.tokenizers.io`) and a classmethod ``from_spec(arg, train_docs,
+    options)``; then one call, ``register_kind("name", TheClass, arg="vocab",
+    default_vocab=N)``.  A built-in kind's call goes at the end of this module (with the
+    import of its class); a plug-in makes the call in its own module, which command-line
+    tools import when it is named in ``STORYGPT_TOKENIZER_PLUGINS`` (comma-separated
+    module names).  Its trainer, if it has one, lives in its own module
+    (``bpe_train.py``, ``word_train.py``), not in the vocabulary class.
+
+What a builder gets
+    ``arg``: the vocabulary size as an ``int`` (``arg="vocab"``; checked positive by the
+    SPEC parser, the kind's trainer checks its own range), the name or path (a ``str``),
+    or ``None``.  ``train_docs``: the training documents, an iterable that may be read
+    more than once (a list, or ``storygpt.data.docstream.DocumentFile``).  ``options``:
+    a :class:`BuildOptions`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import io as _io
+from .base import EOT, Tokenizer
+from .bpe import BPETokenizer, ByteTokenizer
+from .bpe_train import train_bpe
+from .hf import HFTokenizer
+from .interop import from_tiktoken
+from .word import WordTokenizer
+from .word_train import train_word_tokenizer
+
+#: What the ARG of a kind is: a vocabulary size, a name, a file path, or nothing.
+ARG_TYPES = ("vocab", "name", "path", "none")
+PLUGINS_ENV = "STORYGPT_TOKENIZER_PLUGINS"
+#: Above this many characters the BPE trainer reads the training file itself (C++)
+#: instead of receiving the documents from Python.
+TRAIN_FROM_FILE_CHARS = 64 << 20
+
+Progress = Callable[[str, int, int], None]
+
+
+class SpecError(ValueError):
+    """A tokenizer SPEC that cannot be parsed, or a plug-in that cannot be imported; the message names it."""
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How the builders train the kinds that learn from the corpus.
+
+    Attributes:
+        pattern: BPE pre-tokenization pattern (``simple``, ``gpt2``, ``gpt4``, ``o200k``).
+        tie_break: BPE training tie-break (``smallest_ids`` or ``largest_bytes``).
+        min_frequency: BPE training stops when the best pair occurs fewer times.
+        num_threads: trainer threads (0: chosen from the work size).
+        train_file: the training documents as a file (``train.txt``): the BPE trainer
+            reads it itself above :data:`TRAIN_FROM_FILE_CHARS` characters, the word
+            counter spills next to it; ``None``: neither.
+        characters: characters in the training documents, when known.
+        progress: ``callback(stage, done, total)`` (e.g. ``storygpt.data.progress.StageBars``):
+            stages ``"count text"``/``"count words"`` (bytes of a file, else characters), the BPE trainer's
+            ``"count"`` (bytes) and ``"merge"``; ``None``: silent.
+    """
+
+    pattern: str = "gpt4"
+    tie_break: str = "smallest_ids"
+    min_frequency: int = 1
+    num_threads: int = 0
+    train_file: str | None = None
+    characters: int | None = None
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A registered tokenizer kind (see :func:`register_kind`)."""
+
+    name: str
+    build: Callable  # (arg, train_docs, options) -> Tokenizer
+    arg: str
+    default_vocab: int | None = None
+    file_class: type | None = None  # loads files whose "kind" is name
+
+
+_KINDS: dict[str, Kind] = {}
+_plugins_loaded = False
+
+
+def register_kind(
+    name: str,
+    cls_or_factory,
+    *,
+    arg: str = "none",
+    default_vocab: int | None = None,
+    file_class: type | None = None,
+) -> None:
+    """Make ``name`` a tokenizer kind: ``--tokenizer name[:ARG]`` in every tool.
+
+    Args:
+        name: the kind (lower case letters, digits, ``_``; also the ``"kind"`` key of its
+            tokenizer files when it has a file class).
+        cls_or_factory: a :class:`~storygpt.tokenizers.Tokenizer` subclass with a
+            classmethod ``from_spec(arg, train_docs, options)`` (it is also the file
+            class), or a builder function ``(arg, train_docs, options) -> Tokenizer``
+            (module docstring: what they get).
+        arg: what ARG is: ``"vocab"`` (a size; ``default_vocab`` when omitted),
+            ``"name"``, ``"path"`` (a file; slugs carry its hash) or ``"none"``.
+        default_vocab: the vocabulary size of ``name`` without ``:VOCAB``.
+        file_class: the class that loads files of this kind, for a builder function.
+
+    Raises:
+        ValueError: a bad name or ``arg``, a class without ``from_spec``, or a kind
+            registered twice with a different builder.
+    """
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(f"tokenizer kind name {name!r} must be lower-case letters, digits and _")
+    if arg not in ARG_TYPES:
+        raise ValueError(f"arg must be one of {ARG_TYPES}, got {arg!r}")
+    if arg == "vocab" and default_vocab is None:
+        raise ValueError(f"kind {name!r}: arg='vocab' needs a default_vocab")
+    if isinstance(cls_or_factory, type):
+        if not issubclass(cls_or_factory, Tokenizer) or not hasattr(cls_or_factory, "from_spec"):
+            raise ValueError(
+                f"kind {name!r}: {cls_or_factory.__name__} must be a Tokenizer with a from_spec classmethod"
+            )
+        build, file_class = cls_or_factory.from_spec, cls_or_factory
+    elif callable(cls_or_factory):
+        build = cls_or_factory
+    else:
+        raise ValueError(f"kind {name!r}: expected a Tokenizer class or a function, got {cls_or_factory!r}")
+    old = _KINDS.get(name)
+    if old is not None and old.build != build:
+        raise ValueError(f"tokenizer kind {name!r} is already registered")
+    _KINDS[name] = Kind(name, build, arg, default_vocab, file_class)
+
+
+def _load_plugins() -> None:
+    """Import the modules named by ``STORYGPT_TOKENIZER_PLUGINS`` once (they call register_kind)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise SpecError(f"{PLUGINS_ENV}: cannot import tokenizer plug-in module {module!r}: {e}") from None
+
+
+def kinds() -> dict[str, Kind]:
+    """Every registered kind (built-in ones first), plug-ins loaded."""
+    _load_plugins()
+    return dict(_KINDS)
+
+
+def default_vocab(kind: str) -> int | None:
+    """The vocabulary size of a built-in or already registered ``kind`` without ``:VOCAB``
+    (plug-ins not loaded: for help texts)."""
+    return _KINDS[kind].default_vocab
+
+
+def from_dict(d: dict, source: str = "tokenizer dict", **kwargs) -> Tokenizer:
+    """Build the right tokenizer class from a dict made by ``to_dict()`` (a file, a checkpoint).
+
+    Args:
+        d: the dict (plain JSON types).
+        source: a name for error messages (the file path when loading a file).
+        **kwargs: passed to the class's ``from_dict`` (e.g. ``backend="reference"`` for BPE).
+
+    Raises:
+        TokenizerFileError: bad format name, version, kind or content (message names ``source``).
+    """
+    kind = _io.check_header(d, source)
+    classes = {k.name: k.file_class for k in kinds().values() if k.file_class is not None}
+    if kind not in classes:
+        raise _io.TokenizerFileError(f"{source}: unknown tokenizer kind {kind!r} (expected one of {sorted(classes)})")
+    return _io.call_from_dict(classes[kind], d, source, **kwargs)
+
+
+def load(path: str | os.PathLike, **kwargs) -> Tokenizer:
+    """Load a tokenizer file written by ``save``; the class is chosen from the file's ``"kind"``.
+
+    Args:
+        path: the JSON file.
+        **kwargs: passed on to the class (e.g. ``backend="reference"`` for BPE).
+
+    Raises:
+        FileNotFoundError: missing file.
+        TokenizerFileError: corrupt JSON, unknown version or kind, malformed content;
+            the message names the file.
+    """
+    return from_dict(_io.read_json(path), source=str(path), **kwargs)
+
+
+# ----------------------------------------------------------------------------- built-in kinds
+def _reported(docs: Iterable[str], opt: BuildOptions, stage: str) -> Iterator[str]:
+    """The documents, reporting progress to ``opt.progress`` as ``stage``: the bytes read of a
+    ``DocumentFile`` (anything with ``iter(on_bytes)`` and ``size``), else the characters."""
+    progress = opt.progress
+    if progress is None:
+        yield from docs
+    elif hasattr(docs, "iter") and hasattr(docs, "size"):
+        done = 0
+
+        def on_bytes(n: int) -> None:
+            nonlocal done
+            done += n
+            progress(stage, done, docs.size)
+
+        yield from docs.iter(on_bytes)
+    else:
+        done = 0
+        for d in docs:
+            yield d
+            done += len(d)
+            progress(stage, done, opt.characters or 0)
+
+
+def _build_bpe(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> BPETokenizer:
+    """BPE without holding the documents: the C++ trainer reads ``opt.train_file`` itself above
+    :data:`TRAIN_FROM_FILE_CHARS` characters, else the documents stream through the counter
+    (the same merges as training on them joined by ``<|endoftext|>``: no merge crosses it)."""
+    kw = dict(
+        pattern=opt.pattern,
+        special_tokens=("<pad>", EOT),
+        min_frequency=opt.min_frequency,
+        tie_break=opt.tie_break,
+        num_threads=opt.num_threads,
+    )
+    characters = opt.characters
+    if characters is None:
+        characters = sum(len(d) for d in docs) if isinstance(docs, Sequence) else 0
+    if opt.train_file is not None and characters > TRAIN_FROM_FILE_CHARS:
+        return train_bpe([opt.train_file], vocab_size, progress=opt.progress, **kw)
+    progress = opt.progress
+    merges_only = None if progress is None else (lambda s, d, t: None if s == "count" else progress(s, d, t))
+    return train_bpe(_reported(docs, opt, "count text"), vocab_size, progress=merges_only, **kw)
+
+
+def _build_word(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> WordTokenizer:
+    """The word-level vocabulary, counted in bounded memory (spilled next to ``opt.train_file``)."""
+    spill = Path(opt.train_file).parent if opt.train_file is not None else Path(tempfile.gettempdir())
+    return train_word_tokenizer(_reported(docs, opt, "count words"), vocab_size, spill)
+
+
+register_kind("bpe", _build_bpe, arg="vocab", default_vocab=8192, file_class=BPETokenizer)
+register_kind("word", _build_word, arg="vocab", default_vocab=10000, file_class=WordTokenizer)
+register_kind("byte", lambda arg, docs, opt: ByteTokenizer())
+register_kind("tiktoken", lambda arg, docs, opt: from_tiktoken(arg), arg="name")
+register_kind("hf", HFTokenizer, arg="path")
+register_kind("file", lambda arg, docs, opt: load(arg), arg="path")
