@@ -438,7 +438,7 @@ def test_save_tiktoken_loads_in_plain_tiktoken_with_the_three_documented_lines(t
     path = str(tmp_path / "tok.tiktoken")
     tok.save_tiktoken(path)
     # the three lines of docs/tokenizers.md
-    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in open(path, "rb") if line.strip())}
+    ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in open(path, "rb") if ln.strip())}
     params = json.load(open(path + ".json"))
     enc = tiktoken.Encoding(mergeable_ranks=ranks, **params)
     text = texts["held"] + f"\n{EOT}\n" + texts["held"][:500]

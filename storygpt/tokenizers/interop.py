@@ -322,10 +322,15 @@ def save_tiktoken(tok, path: str | os.PathLike) -> Path:
     beside it ``<path>.json`` with the rest (:func:`tiktoken_params`: split pattern, special
     tokens, vocabulary size), both atomically.
 
-    Plain tiktoken loads the two (docs/tokenizers.md)::
+    Plain tiktoken loads the two in three lines (docs/tokenizers.md)::
 
+        ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in open(path, "rb") if ln.strip())}
         params = json.load(open(path + ".json"))
-        enc = tiktoken.Encoding(mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path), **params)
+        enc = tiktoken.Encoding(mergeable_ranks=ranks, **params)
+
+    (``tiktoken.load.load_tiktoken_bpe(path)`` reads the ranks too, but caches a local file
+    by its path in a temporary folder, so a file written again at the same path is read stale
+    unless ``TIKTOKEN_CACHE_DIR=""``.)
 
     storygpt reads them with ``from_tiktoken(path, pattern=tok.pattern, special_tokens=tok.special_tokens)``.
 
