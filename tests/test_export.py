@@ -444,3 +444,27 @@ def test_save_tiktoken_loads_in_plain_tiktoken_with_the_three_documented_lines(t
     text = texts["held"] + f"\n{EOT}\n" + texts["held"][:500]
     assert enc.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
     assert params["special_tokens"] == tok.special_tokens and enc.n_vocab == tok.vocab_size
+
+
+def test_an_hf_tokenizer_goes_out_without_its_post_processor(tmp_path):
+    """An ``hf:`` tokenizer (here a WordPiece with a BERT-like post-processor): AutoTokenizer gives storygpt's ids."""
+    tk = pytest.importorskip("tokenizers")
+    from storygpt.export.tokenizer import tokenizer_json
+    from storygpt.tokenizers import HFTokenizer
+    from storygpt.tokenizers.interop import write_hf_files
+
+    vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "the": 3, "cat": 4, "sat": 5, "##s": 6, ".": 7}
+    hf = tk.Tokenizer(tk.models.WordPiece(vocab, unk_token="[UNK]"))
+    hf.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+    hf.add_special_tokens(["[CLS]", "[SEP]"])
+    hf.post_processor = tk.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+    )
+    tok = HFTokenizer(json.loads(hf.to_str()))
+    d = tokenizer_json(tok)
+    assert d["post_processor"] is None and d["model"]["type"] == "WordPiece"
+    write_hf_files(d, tok, tmp_path / "hf", model_max_length=64)
+    ht = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    text = f"the cats sat. dog{EOT}the cat"
+    assert ht(text)["input_ids"] == tok.encode(text, allowed_special="all") == [3, 4, 6, 5, 7, 0, 8, 3, 4]
+    assert ht.eos_token_id == tok.eot_id == 8 and ht.unk_token == "[UNK]"
