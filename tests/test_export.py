@@ -274,6 +274,8 @@ def test_destination_rules_and_nothing_half_written(exported, tmp_path, monkeypa
     empty = tmp_path / "empty"
     empty.mkdir()
     export(ckpt, empty)  # an empty folder needs no --force
+    export(ckpt, tmp_path / "new" / "deeper")  # missing folders above OUT are created
+    assert (tmp_path / "new" / "deeper" / "config.json").is_file()
     with pytest.raises(ExportError, match="is not a folder"):
         export(ckpt, out / "config.json", force=True)
     with pytest.raises(ExportError, match="unknown format 'onnx'"):
@@ -311,7 +313,7 @@ def test_cli_exports_and_refuses_in_one_line(exported, tmp_path, capsys):
     for argv, end in (
         ([ckpt, tmp_path / "hf"], "hf: folder exists and is not empty (--force replaces it)"),
         ([tmp_path / "hf" / "config.json", tmp_path / "x"], "config.json: not a checkpoint file"),
-        ([ckpt, tmp_path / "nope" / "x.gguf", "--format", "gguf"], f"the folder {tmp_path / 'nope'} does not exist"),
+        ([ckpt, tmp_path, "--format", "gguf"], f"{tmp_path}: is a folder (a GGUF export is one file"),
     ):
         assert cli.main([str(a) for a in argv]) == 2
         assert end in one_error_line(capsys.readouterr().err, "export.py")

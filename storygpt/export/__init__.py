@@ -56,8 +56,8 @@ def _check_destination(out: Path, fmt: str, force: bool) -> None:
             raise ExportError(f"{out}: is a folder (a GGUF export is one file, e.g. {out}.gguf)")
         if out.exists() and not force:
             raise ExportError(f"{out}: file exists (--force replaces it)")
-    if not out.parent.is_dir():
-        raise ExportError(f"{out}: the folder {out.parent} does not exist")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise ExportError(f"{out}: {out.parent} is not a folder")
 
 
 def _publish_folder(tmp: Path, out: Path) -> None:
@@ -81,7 +81,7 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
 
     Everything is written into a temporary folder beside ``out`` and renamed into place at
     the end, so ``out`` is never half-written; an existing ``out`` is replaced only with
-    ``force`` (an empty folder is always fine).
+    ``force`` (an empty folder is always fine).  Missing folders above ``out`` are created.
 
     Args:
         checkpoint: a checkpoint file or a run folder.
@@ -104,6 +104,7 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
     out = Path(out)
     _check_destination(out, fmt, force)
     model, tok, path = read_source(checkpoint)
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         hf_dir = tmp / "hf" if fmt == "gguf" else tmp
