@@ -276,6 +276,10 @@ def test_destination_rules_and_nothing_half_written(exported, tmp_path, monkeypa
     export(ckpt, empty)  # an empty folder needs no --force
     export(ckpt, tmp_path / "new" / "deeper")  # missing folders above OUT are created
     assert (tmp_path / "new" / "deeper" / "config.json").is_file()
+    from storygpt.atomic import file_mode
+
+    assert {(p / "model.safetensors").stat().st_mode & 0o777 for p in (out, empty)} == {file_mode()}
+    assert out.stat().st_mode & 0o777 == (tmp_path / "new").stat().st_mode & 0o777  # as mkdir makes it
     with pytest.raises(ExportError, match="is not a folder"):
         export(ckpt, out / "config.json", force=True)
     with pytest.raises(ExportError, match="unknown format 'onnx'"):

@@ -60,6 +60,15 @@ def _check_destination(out: Path, fmt: str, force: bool) -> None:
         raise ExportError(f"{out}: {out.parent} is not a folder")
 
 
+def _usual_modes(folder: Path) -> None:
+    """The permissions a new folder and its files get under the umask (mkdtemp makes 0700, safetensors 0600)."""
+    from storygpt.atomic import file_mode
+
+    os.chmod(folder, file_mode() | ((file_mode() & 0o444) >> 2))  # r -> x: 0644 -> 0755
+    for p in folder.iterdir():
+        os.chmod(p, file_mode())
+
+
 def _publish_folder(tmp: Path, out: Path) -> None:
     """Move the finished folder ``tmp`` to ``out``; an old ``out`` is removed only once ``tmp`` is in place."""
     if not out.exists():
@@ -111,6 +120,7 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         hf_dir.mkdir(exist_ok=True)
         arch = write_hf(model, tok, hf_dir)
         if fmt == "hf":
+            _usual_modes(tmp)
             _publish_folder(tmp, out)
             return {"path": out, "checkpoint": path, "format": fmt, "architecture": arch.name, "files": HF_FILES}
         from .gguf import write_gguf
