@@ -26,7 +26,9 @@ from storygpt.checkpoint import CheckpointError, save_checkpoint  # noqa: E402
 from storygpt.export import ExportError, choose_architecture, export  # noqa: E402
 from storygpt.export.arch import GPT2, GPT_NEOX, rotary_row_order  # noqa: E402
 from storygpt.model import GPT, GPTConfig  # noqa: E402
-from storygpt.tokenizers import EOT, BPETokenizer, WordTokenizer  # noqa: E402
+from storygpt.tokenizers import EOT, WordTokenizer  # noqa: E402
+from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.tokenizers.interop import save_hf, save_tiktoken  # noqa: E402
 
 BLOCK = 96
 PROMPT = 20
@@ -62,9 +64,9 @@ def texts() -> dict:
 @pytest.fixture(scope="module")
 def tokenizers(texts) -> dict:
     return {
-        "bpe": BPETokenizer.train(texts["train"], 400, pattern="gpt4"),
+        "bpe": train_bpe(texts["train"], 400, pattern="gpt4"),
         "word": WordTokenizer.train(texts["train"].split(EOT), vocab_size=600),
-        "simple": BPETokenizer.train(texts["train"], 300, pattern="simple"),
+        "simple": train_bpe(texts["train"], 300, pattern="simple"),
     }
 
 
@@ -420,8 +422,6 @@ def test_llama_cpp_gives_storygpts_logits_and_greedy_tokens(exported, tmp_path, 
 
 # ------------------------------------------------------------------------------- save_hf / save_tiktoken
 def test_save_hf_writes_the_roles_beside_tokenizer_json(tokenizers, tmp_path):
-    from storygpt.tokenizers.interop import save_hf
-
     tok = tokenizers["bpe"]
     save_hf(tok, tmp_path / "folder")
     assert sorted(p.name for p in (tmp_path / "folder").iterdir()) == [
@@ -432,9 +432,9 @@ def test_save_hf_writes_the_roles_beside_tokenizer_json(tokenizers, tmp_path):
     fast = transformers.PreTrainedTokenizerFast.from_pretrained(tmp_path / "folder")
     assert (fast.eos_token, fast.pad_token_id) == (EOT, tok.pad_id)
     assert fast(["a", "a b c"], padding=True)["input_ids"][0][-1] == tok.pad_id
-    tok.save_hf(tmp_path / "b" / "tokenizer.json")
+    save_hf(tok, tmp_path / "b" / "tokenizer.json")
     assert (tmp_path / "b" / "tokenizer_config.json").is_file()
-    tok.save_hf(tmp_path / "c" / "mine.json")
+    save_hf(tok, tmp_path / "c" / "mine.json")
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["mine.json"]
 
 
@@ -442,7 +442,7 @@ def test_save_tiktoken_loads_in_plain_tiktoken_with_the_three_documented_lines(t
     tiktoken = pytest.importorskip("tiktoken")
     tok = tokenizers["bpe"]
     path = str(tmp_path / "tok.tiktoken")
-    tok.save_tiktoken(path)
+    save_tiktoken(tok, path)
     # the three lines of docs/tokenizers.md
     ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in open(path, "rb") if ln.strip())}
     params = json.load(open(path + ".json"))

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from storygpt.tokenizers.base import require
+
 from .arch import ExportError
 
 #: storygpt's HF split pattern -> llama.cpp's pre-tokenizer name (``tokenizer.ggml.pre``).
@@ -41,11 +43,7 @@ GGUF_ARCH = {"gpt2": "gpt2", "gpt_neox": "gptneox"}
 
 
 def _require_gguf():
-    try:
-        import gguf
-    except ImportError as e:
-        raise ImportError("--format gguf needs the optional package gguf (pip install gguf)") from e
-    return gguf
+    return require("gguf", "--format gguf")
 
 
 def llama_cpp_pre(tj: dict) -> str:
@@ -54,7 +52,7 @@ def llama_cpp_pre(tj: dict) -> str:
     Raises:
         ExportError: not a byte-level BPE, or a split pattern llama.cpp does not implement.
     """
-    from storygpt.tokenizers.interop import InteropError, _hf_pattern
+    from storygpt.tokenizers.interop import InteropError, hf_pattern
 
     model = tj.get("model") or {}
     if model.get("type") != "BPE":
@@ -62,7 +60,7 @@ def llama_cpp_pre(tj: dict) -> str:
             f"a {model.get('type')} tokenizer has no llama.cpp equivalent (GGUF holds byte-level BPE here)"
         )
     try:
-        pattern = _hf_pattern(tj.get("pre_tokenizer"), "tokenizer.json")
+        pattern = hf_pattern(tj.get("pre_tokenizer"), "tokenizer.json")
     except InteropError as e:
         raise ExportError(f"llama.cpp cannot split text like this tokenizer: {e}") from None
     if pattern not in LLAMA_CPP_PRE:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from storygpt.atomic import write_text
+from storygpt.tokenizers.base import require
 
 from .arch import Architecture, choose_architecture, hf_config, hf_state_dict
 from .tokenizer import tokenizer_json
@@ -22,14 +23,8 @@ HF_FILES = (
 
 
 def _require_safetensors():
-    try:
-        import safetensors.torch
-    except ImportError as e:
-        raise ImportError(
-            "exporting a model needs the optional package safetensors (pip install safetensors, or "
-            "pip install -e .[interop])"
-        ) from e
-    return safetensors.torch
+    require("safetensors", "exporting a model")
+    return require("safetensors.torch", "exporting a model")
 
 
 def _write_json(path: Path, d: dict) -> None:

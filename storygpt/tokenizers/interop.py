@@ -559,7 +559,7 @@ def _hf_fail(source: str, component: str, what: str) -> InteropError:
     return InteropError(f"{source}: {component}: {what}; storygpt reads byte-level BPE tokenizer.json files only")
 
 
-def _hf_pattern(pre, source: str) -> str:
+def hf_pattern(pre, source: str) -> str:
     """storygpt's pattern name for a tokenizer.json pre-tokenizer, or InteropError naming it."""
     if not isinstance(pre, dict):
         raise _hf_fail(source, "pre_tokenizer", f"{pre!r} is not supported (need ByteLevel)")
@@ -631,7 +631,7 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
     if d.get("normalizer") is not None:
         kind = d["normalizer"].get("type") if isinstance(d["normalizer"], dict) else d["normalizer"]
         raise _hf_fail(source, "normalizer", f"{kind!r} is not supported (it changes the text before tokenizing)")
-    pattern = _hf_pattern(d.get("pre_tokenizer"), source)
+    pattern = hf_pattern(d.get("pre_tokenizer"), source)
     model = d["model"]
     if not isinstance(model, dict) or model.get("type") != "BPE":
         kind = model.get("type") if isinstance(model, dict) else model
