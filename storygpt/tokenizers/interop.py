@@ -31,6 +31,7 @@ import binascii
 import json
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from storygpt.atomic import write_text
 
