@@ -112,10 +112,8 @@ def run_meta(spec, data_dir: Path, folder: Path, args: dict) -> dict:
 
 
 def model_record(model, meta: dict) -> dict:
-    """What best.pt holds: weights (prefixes stripped), config, tokenizer, and where the run's data is.
-
-    ``meta``: :func:`run_meta` plus ``config`` (GPTConfig.to_dict()) and ``tokenizer`` (its to_dict()).
-    """
+    """What best.pt holds: weights (prefixes stripped), config, tokenizer, and where the run's data is
+    (``meta``: :func:`run_meta` plus ``config`` and ``tokenizer`` as dicts)."""
     return {
         "model": clean_state_dict(model.state_dict()),
         "config": meta["config"],
@@ -136,12 +134,8 @@ def best_checkpoint(record: dict, step: int, val_bpc: float) -> dict:
 
 
 def read_training_checkpoint(path: str | os.PathLike) -> dict:
-    """:func:`read_checkpoint` of a ``ckpt.pt`` to resume from.
-
-    Raises:
-        FileNotFoundError: no such file.
-        CheckpointError: as :func:`read_checkpoint`, or a file without the training state (a best.pt).
-    """
+    """:func:`read_checkpoint` of a ``ckpt.pt`` to resume from; its errors, and CheckpointError for a file
+    without the training state (a best.pt)."""
     ckpt = read_checkpoint(path)
     if any(k not in ckpt for k in TRAINING_KEYS):
         raise CheckpointError(f"{path} holds no training state (a best.pt?)")

@@ -103,8 +103,7 @@ def pick_dtype(name: str, device):
 
 
 def autocast_for(device, dtype):
-    """A context manager running matmuls in ``dtype`` on ``device`` (a ``torch.device`` or its name);
-    a no-op for float32 or None.  The one autocast of the training loop, bits.py and the benchmarks."""
+    """The one autocast: matmuls in ``dtype`` on ``device`` (or its name); a no-op for float32 or None."""
     import torch
 
     if dtype is None or dtype == torch.float32:

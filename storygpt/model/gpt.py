@@ -367,12 +367,9 @@ class GPT(nn.Module):
                 and top_k, keep the most likely tokens whose probabilities add
                 up to at least ``top_p`` (0 < top_p <= 1; the most likely token
                 is always kept) and renormalize.  None or 1: off.
-            allowed: the tokens each draw may produce (the others get
-                probability 0), a bool tensor (n, vocab_size) or (vocab_size,):
-                row i constrains the i-th draw and the last row every later
-                draw (one row: every draw).  sample.py never draws ``<pad>``
-                and heals a prompt (the first token must extend the last
-                prompt token) with it.  None: any token.
+            allowed: bool (n, vocab_size) or (vocab_size,): the tokens each draw
+                may produce; row i constrains draw i, the last row every later
+                draw (sample.py: no ``<pad>``, token healing).  None: any token.
             use_cache: True (default): key/value cache; see the module docstring
                 for what happens past block_size.  False: the reference
                 "uncached" computation -- every step runs :meth:`forward` on the
@@ -474,9 +471,7 @@ class GPT(nn.Module):
         The other arguments are :meth:`stream`'s; ``callback`` is called with each new
         (B,) int64 tensor as it is drawn (e.g. to print tokens as they come).
 
-        Returns:
-            (B, T + n) int64: the prompt followed by the n <= max_new_tokens
-            tokens drawn (n is smaller only when ``stop_token`` ended early).
+        Returns (B, T + n) int64: the prompt and the n <= max_new_tokens tokens drawn (fewer on ``stop_token``).
         """
         new = []
         for tok in self.stream(idx, max_new_tokens, *args, **kwargs):

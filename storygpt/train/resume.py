@@ -95,11 +95,8 @@ def resumed_args(
 
 
 def restore(run: Run, ckpt: dict) -> tuple[TrainState, np.random.Generator]:
-    """Load optimizer, scaler and random states from ``ckpt``; return its TrainState and the batch sampler.
-
-    The batch sampler goes on from the stored state when the run had as many processes as now, else
-    it restarts from fresh seeds (with a warning).
-    """
+    """Load optimizer, scaler and random states from ``ckpt``; its TrainState and batch sampler (which restarts
+    from fresh seeds, with a warning, when the run had another number of processes)."""
     checkpoint.restore_optimizer(ckpt, run.optimizer, run.scaler)
     state = TrainState.from_dict(dict(ckpt["state"]))
     state.history = [dict(h) for h in state.history]

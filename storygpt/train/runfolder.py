@@ -1,13 +1,6 @@
-"""The run folder's bookkeeping: its files, the lock, metrics.jsonl, summary.json, leftovers, loss.png.
-
-One run lives in a run folder (``checkpoints/<corpus>/<rope|learned>-<slug>`` by default)::
-
-    ckpt.pt        the latest checkpoint (weights, optimizer, TrainState); see storygpt.checkpoint
-    best.pt        weights, config and tokenizer of the best held-out bits/char so far
-    metrics.jsonl  one JSON row per optimizer step and per evaluation (appended, flushed)
-    summary.json   the run's figures (atomic, rewritten at each checkpoint; docs/training.md)
-    lock           the pid and host of the process writing the folder
-"""
+"""The run folder's bookkeeping (``checkpoints/<corpus>/<rope|learned>-<slug>`` by default): its files, the
+lock (pid and host of the writer), metrics.jsonl, summary.json, leftovers of a killed run, loss.png.
+docs/training.md gives each file's fields; ckpt.pt and best.pt are storygpt.checkpoint's."""
 
 from __future__ import annotations
 
@@ -119,8 +112,6 @@ def acquire_lock(path: Path) -> None:
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` exists on this machine."""
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -165,8 +165,7 @@ def warm_up_compiled(r: Run) -> float:
 
 
 def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool) -> dict:
-    """Probe threads, open metrics.jsonl, compile, show progress, :func:`storygpt.train.loop.run`; returns
-    summary.json's dict plus the history."""
+    """Probe threads, open metrics.jsonl, compile, show progress, run the loop; summary.json's dict + history."""
     from tqdm import tqdm
 
     state = live.state
