@@ -20,6 +20,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from storygpt.cli import ToolParser, check_ranges
+
 DEFAULT_CHARS = 2_000_000
 
 CAVEAT = (
@@ -57,7 +59,7 @@ columns:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = ToolParser(
         prog="bits.py",
         description="Measure checkpoints in bits per character on the same held-out text, side by side.",
         epilog=EPILOG,
@@ -253,17 +255,12 @@ def format_table(rows: list[dict]) -> str:
 
 def pick_threads(model, tok, docs, block_size: int, dtype) -> int:
     """Time one batch of the text's first windows on 1 thread and on all usable cores; the faster count."""
-    import os
-
     import torch
 
-    from storygpt.evaluate import autocast_context, default_batch_size
-    from storygpt.evaluate import pick_threads as fastest
+    from storygpt.evaluate import default_batch_size, window_nats
+    from storygpt.runtime import autocast_for, fastest_threads, usable_cores
 
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     if cores <= 1:
         return 1
     ids = [tok.eot_id]
@@ -271,30 +268,29 @@ def pick_threads(model, tok, docs, block_size: int, dtype) -> int:
         ids += tok.encode_ordinary(d[: 8 * block_size])
         if len(ids) > block_size * default_batch_size(block_size):
             break
-    n = max(1, min(len(ids) // block_size, default_batch_size(block_size)))
-    if len(ids) < block_size:
+    if len(ids) < block_size + 1:
         return 1  # too little text to be worth the timing
-    x = torch.tensor(ids[: n * block_size]).view(n, block_size)
-    with autocast_context("cpu", dtype):
-        return fastest(model, x, [1, cores])
+    n = min((len(ids) - 1) // block_size, default_batch_size(block_size))
+    stream = torch.tensor(ids[: n * block_size + 1])
+    windows = [(i * block_size, (i + 1) * block_size, i * block_size + 1) for i in range(n)]
+    with torch.inference_mode(), autocast_for("cpu", dtype):
+        return fastest_threads(lambda: window_nats(model, stream, windows, batch_size=n), [1, cores])[0]
+
+
+# allowed values (storygpt.cli.check_ranges); --threads 0 and --chars 0 mean "choose" and "all of it"
+RANGES = {"stride": (1, None), "threads": (0, None), "batch_size": (1, None), "chars": (0, None)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_ranges(parser, args, RANGES)
+    if args.json not in (None, "-") and (args.json.endswith(".pt") or Path(args.json).is_dir()):
+        parser.error(
+            f"--json {args.json}: not a JSON file name (a checkpoint or a folder); put --json after the "
+            "checkpoints to print JSON, or give --json FILE.json"
+        )
     try:
-        if args.stride is not None and args.stride <= 0:
-            raise ValueError(f"--stride must be positive, got {args.stride}")
-        if args.threads < 0:
-            raise ValueError(f"--threads must be positive (or 0 = choose), got {args.threads}")
-        if args.batch_size is not None and args.batch_size <= 0:
-            raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
-        if args.chars < 0:
-            raise ValueError(f"--chars must be positive (or 0 for all of the text), got {args.chars}")
-        if args.json not in (None, "-") and (args.json.endswith(".pt") or Path(args.json).is_dir()):
-            raise ValueError(
-                f"--json {args.json}: not a JSON file name (a checkpoint or a folder); put --json after the "
-                "checkpoints to print JSON, or give --json FILE.json"
-            )
         if args.text and Path(args.text).is_dir():
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():

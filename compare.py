@@ -26,7 +26,7 @@ from pathlib import Path
 
 from storygpt import toolrun
 from storygpt.atomic import write_text
-from storygpt.cli import show
+from storygpt.cli import ToolParser, check_ranges, show
 from storygpt.comparison import (
     BUDGETS,
     DEFAULT_BITS_CHARS,
@@ -63,7 +63,7 @@ PROG = "compare.py"
 
 # ------------------------------------------------------------------ command line
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolParser(
         prog=PROG,
         description="Compare tokenizers at equal compute: for each tokenizer SPEC, prepare the corpus with it "
         "(data.py), pretrain one model shape on it for one budget (pretrain.py) and measure the final model in "
@@ -287,19 +287,20 @@ def measure(run: Run, args, settings: Settings) -> None:
 
 
 # ------------------------------------------------------------------ main
+# allowed values (storygpt.cli.check_ranges); --bits-chars 0: all of the held-out text
+RANGES = {"bits_chars": (0, None)}
+RANGES |= dict.fromkeys(("n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_interval"), (1, None))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_ranges(parser, args, RANGES)
     t_start = time.perf_counter()
     try:
         specs = parse_specs(args.specs or list(DEFAULT_SPECS))
         budget = budget_of(args)
-        if args.bits_chars < 0:
-            raise CompareError(f"--bits-chars must be >= 0 (0: all of the held-out text), got {args.bits_chars}")
-        for k in ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_interval"):
-            v = getattr(args, k)
-            if v is not None and v < 1:
-                raise CompareError(f"--{k.replace('_', '-')} must be a positive whole number, got {v}")
         if args.train_file and not Path(args.train_file).is_file():
             raise CompareError(f"--train-file {args.train_file}: no such file")
         try:

@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 
+from storygpt.cli import ToolParser, check_ranges
 from storygpt.data import corpora
 from storygpt.data.prepare import (
     DEFAULT_MIN_FREQUENCY,
@@ -34,7 +35,7 @@ from storygpt.tokenizers.spec import SpecError, parse_spec
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolParser(
         prog="data.py",
         description=(
             "Get a corpus, split it into training and validation documents, make the tokenizer a SPEC "
@@ -144,7 +145,9 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
     before = warnings.formatwarning
     warnings.formatwarning = _one_line_warning  # e.g. BPE training that stopped short of --vocab-size
     try:
@@ -153,31 +156,28 @@ def main(argv: list[str] | None = None) -> int:
         warnings.formatwarning = before
 
 
-def _main(args) -> int:
-    if args.threads < 0:
-        print("data.py: error: --threads must be >= 0", file=sys.stderr)
-        return 2
-    if args.batch_chars < 1:
-        print(f"data.py: error: --batch-chars must be positive, got {args.batch_chars}", file=sys.stderr)
-        return 2
-    if args.min_frequency < 1:
-        print(f"data.py: error: --min-frequency must be at least 1, got {args.min_frequency}", file=sys.stderr)
-        return 2
+# allowed values (storygpt.cli.check_ranges)
+RANGES = {"threads": (0, None), "batch_chars": (1, None), "min_frequency": (1, None)}
+
+
+def check_args(parser, args) -> None:
+    """Stop with a one-line error (exit status 2) at the first bad or contradictory flag."""
+    check_ranges(parser, args, RANGES)
     if args.bpe and args.tokenizer is not None:
-        print("data.py: error: give either --bpe or --tokenizer SPEC, not both", file=sys.stderr)
-        return 2
+        parser.error("give either --bpe or --tokenizer SPEC, not both")
     if args.name is not None and not args.name.strip():
-        print("data.py: error: --name must not be empty (it is the corpus folder under --out)", file=sys.stderr)
-        return 2
+        parser.error("--name must not be empty (it is the corpus folder under --out)")
+    if args.tinystories_dir is not None and args.train_file is not None:
+        parser.error("give either --tinystories-dir or --train-file, not both")
+
+
+def _main(args) -> int:
     if args.valid_file and args.train_file and os.path.realpath(args.valid_file) == os.path.realpath(args.train_file):
         warnings.warn(
             f"--valid-file {args.valid_file} is the --train-file: the held-out figures will measure text the "
             "model was trained on",
             stacklevel=2,
         )
-    if args.tinystories_dir is not None and args.train_file is not None:
-        print("data.py: error: give either --tinystories-dir or --train-file, not both", file=sys.stderr)
-        return 2
     try:
         spec = parse_spec("bpe" if args.bpe else (args.tokenizer or "word"))
         if args.vocab_size is not None:

@@ -14,11 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from storygpt.cli import ToolParser
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolParser(
         prog="plot.py",
         description="Draw the held-out loss in bits per character of one or more runs (from each run folder's "
         "metrics.jsonl) against training FLOPs, characters of training text seen and wall time, all runs on "
@@ -59,16 +60,13 @@ def run_folder(arg: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     from storygpt.plot import X_AXES, MetricsError, labels_for, plot_curves, run_curve
 
     axes = [a.strip() for a in args.x.split(",") if a.strip()]
-    bad = [a for a in axes if a not in X_AXES]
-    if bad or not axes:
-        print(
-            f"plot.py: error: --x {args.x!r}: expected a comma-separated list of {', '.join(X_AXES)}", file=sys.stderr
-        )
-        return 2
+    if not axes or any(a not in X_AXES for a in axes):
+        parser.error(f"--x {args.x!r}: expected a comma-separated list of {', '.join(X_AXES)}")
     folders = [run_folder(r) for r in args.runs]
     try:
         curves = [run_curve(f, label) for f, label in zip(folders, labels_for(folders), strict=True)]

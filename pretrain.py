@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Pretrain a GPT on the token files data.py wrote; the loop itself is storygpt/train.py.
+"""Pretrain a GPT on the token files data.py wrote; the loop itself is storygpt/train/loop.py.
 
     python data.py --bpe                      # first: token files in data/shakespeare/
     python pretrain.py --rope --bpe           # -> checkpoints/shakespeare/rope-bpe-8192/
@@ -18,12 +18,15 @@ import sys
 from pathlib import Path
 
 from storygpt import runtime
-from storygpt import train as T
-from storygpt.checkpoint import to_plain
-from storygpt.cli import check_ranges, table_parser
+from storygpt.checkpoint import run_meta, to_plain
+from storygpt.cli import check_ranges, show, table_parser
 from storygpt.model import GPTConfig
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.spec import SpecError, parse_spec
+from storygpt.train import resume, start
+from storygpt.train.inputs import chars_per_token
+from storygpt.train.loop import Budgets, Hyper
+from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, log_master
 
 POSITION = {False: "learned", True: "rope"}
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
@@ -127,7 +130,7 @@ def run_folder(args) -> Path:
         return Path(args.run_dir)
     name = args.run_name if args.run_name is not None else f"{POSITION[args.rope]}-{parse_spec(args.tokenizer).slug}"
     if not name or name in (".", "..") or "/" in name or "\\" in name:
-        raise T.RunError(f"--run-name {name!r} must be a plain folder name (no path separators)")
+        raise RunError(f"--run-name {name!r} must be a plain folder name (no path separators)")
     return Path(args.out_dir) / Path(args.data).resolve().name / name
 
 
@@ -139,16 +142,16 @@ def main(argv: list[str] | None = None) -> dict:
             return dry_run(args)
         with stop.catching(on_first=lambda s: log("stopping: finishing the step, then writing a checkpoint")):
             return session(args, explicit, dist, stop)
-    except T.RunError as e:
+    except RunError as e:
         raise SystemExit(f"pretrain.py: error: {e}") from None
-    except T.Interrupted as e:
-        log(f"interrupted: checkpoint written at step {e.args[0]} to {T.show(e.args[1])}; continue with --resume")
+    except Interrupted as e:
+        log(f"interrupted: checkpoint written at step {e.args[0]} to {show(e.args[1])}; continue with --resume")
         raise SystemExit(130) from None
     finally:
         dist.close()
 
 
-log = T.log_master
+log = log_master
 
 
 def dry_run(args) -> int:
@@ -166,20 +169,21 @@ def with_budget(args) -> None:
 
 
 def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
-    files = T.RunFiles(run_folder(args))
+    files = RunFiles(run_folder(args))
     if args.resume and args.force:
-        raise T.RunError("--resume and --force contradict each other")
-    with T.locked(files, dist.master):
+        raise RunError("--resume and --force contradict each other")
+    with locked(files, dist.master):
         return train_in(files, args, explicit, dist, stop)
 
 
-def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
-    ckpt = T.read_resumable(files.ckpt) if args.resume else None
+def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
+    ckpt = resume.read_resumable(files.ckpt) if args.resume else None
     if ckpt is not None:
-        vars(args).update(T.resumed_args(vars(args), explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
+        given = vars(args)
+        vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
     elif files.ckpt.exists() and not args.force:
-        raise T.RunError(
-            f"{T.show(files.ckpt)} already exists; pass --resume to continue that run, --force to "
+        raise RunError(
+            f"{show(files.ckpt)} already exists; pass --resume to continue that run, --force to "
             "start it over (overwriting it), or --run-name for a new run folder"
         )
     with_budget(args)
@@ -187,35 +191,35 @@ def train_in(files: T.RunFiles, args, explicit: set[str], dist: runtime.Dist, st
     try:
         device, dtype, threads = runtime.setup(args.device, args.dtype, args.threads, dist, log)
     except ValueError as e:
-        raise T.RunError(str(e)) from None
-    tokenizer, train, heldout = T.load_run_data(data_dir, spec, args.block_size, args.eval_chars, ckpt, files.ckpt)
+        raise RunError(str(e)) from None
+    a = args
+    tokenizer, train, heldout = start.load_run_data(data_dir, spec, a.block_size, a.eval_chars, ckpt, files.ckpt)
     names = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta")
     try:
-        config = GPTConfig(tokenizer.vocab_size, **{k: getattr(args, k) for k in names}, position=POSITION[args.rope])
+        config = GPTConfig(tokenizer.vocab_size, **{k: getattr(a, k) for k in names}, position=POSITION[a.rope])
     except ValueError as e:
-        raise T.RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
-    a, accum = args, T.grad_accum_for(args.total_batch, args.batch_size, dist.world, args.grad_accum)
-    s, state = T.build_session(
+        raise RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
+    accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
+    options = start.Options(a.weight_decay, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
+    r, live = start.build(
         config=config,
         tokenizer=tokenizer,
         train=train,
         heldout=heldout,
-        hyper=T.Hyper(a.batch_size, accum, a.lr, a.min_lr, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
-        budgets=T.Budgets(*(getattr(a, b) for b in BUDGETS)),
+        hyper=Hyper(a.batch_size, accum, a.lr, a.min_lr, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
+        budgets=Budgets(*(getattr(a, b) for b in BUDGETS)),
         files=files,
-        meta=T.run_meta(spec, data_dir, files.folder, to_plain({**vars(args), "data": str(data_dir)})),
+        meta=run_meta(spec, data_dir, files.folder, to_plain({**vars(a), "data": str(data_dir)})),
         device=device,
         dtype=dtype,
         dist=dist,
         stop=stop,
         log=log,
-        weight_decay=a.weight_decay,
-        eval_windows=a.eval_windows,
-        compile=a.compile,
+        options=options,
+        chars_per_token=chars_per_token(data_dir, spec.slug, len(train)),
         ckpt=ckpt,
-        chars_per_token=T.chars_per_token(data_dir, spec.slug, len(train)),
     )
-    return T.session_run(s, state, args, threads, dtype, fresh=ckpt is None)
+    return start.train(r, live, options, threads, dtype, fresh=ckpt is None)
 
 
 if __name__ == "__main__":

@@ -12,16 +12,16 @@ end-of-text token unless --no-stop is given.
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 
+from storygpt.cli import ToolParser, check_ranges
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.sample import unknown_prompt_words, write_sample
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = ToolParser(
         prog="sample.py",
         description="Sample text from a checkpoint written by pretrain.py, printing it as it is generated. "
         "The model sees <|endoftext|> followed by the prompt (a new document that starts with it); <pad> is "
@@ -80,21 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+# allowed values (storygpt.cli.check_ranges); --seed: what torch.Generator.manual_seed takes
+RANGES = {"max_new_tokens": (0, None), "temperature": (0, None), "top_k": (0, None), "top_p": (0, 1, "strict")}
+RANGES |= {"num_samples": (1, None), "seed": (-(2**63), 2**64 - 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_ranges(parser, args, RANGES)
     try:
-        if args.max_new_tokens < 0:
-            raise ValueError(f"--max-new-tokens must be >= 0, got {args.max_new_tokens}")
-        if not (0 <= args.temperature < math.inf):
-            raise ValueError(f"--temperature must be a finite number >= 0, got {args.temperature}")
-        if args.top_k < 0:
-            raise ValueError(f"--top-k must be >= 0, got {args.top_k}")
-        if not 0 < args.top_p <= 1:
-            raise ValueError(f"--top-p must be in (0, 1], got {args.top_p}")
-        if args.num_samples < 1:
-            raise ValueError(f"--num-samples must be >= 1, got {args.num_samples}")
-        if args.seed is not None and not -(2**63) <= args.seed < 2**64:  # what torch.Generator.manual_seed takes
-            raise ValueError(f"--seed must be in [-2**63, 2**64), got {args.seed}")
         import torch
 
         from storygpt import load_checkpoint

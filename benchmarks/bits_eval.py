@@ -34,7 +34,8 @@ def main() -> None:
     import torch
 
     from storygpt import load_checkpoint
-    from storygpt.evaluate import evaluate_bits, pick_threads, read_documents, take_characters, token_stream
+    from storygpt.evaluate import evaluate_bits, read_documents, take_characters, token_stream, window_nats
+    from storygpt.runtime import fastest_threads, usable_cores
 
     default_threads = torch.get_num_threads()
     for path in args.checkpoints:
@@ -49,9 +50,11 @@ def main() -> None:
 
         def now():
             # bits.py's thread choice: one timed batch on 1 thread and on all cores
-            x = torch.from_numpy(token_stream(tok, docs)[0][: 64 * block].copy())
-            x = x[: len(x) // block * block].view(-1, block)
-            pick_threads(model, x, [1, len(os.sched_getaffinity(0))])
+            stream = torch.from_numpy(token_stream(tok, docs)[0][: 64 * block + 1].copy())
+            n = (len(stream) - 1) // block
+            windows = [(i * block, (i + 1) * block, i * block + 1) for i in range(n)]
+            with torch.inference_mode():
+                fastest_threads(lambda: window_nats(model, stream, windows, batch_size=n), [1, usable_cores()])
             return evaluate_bits(model, tok, docs, block_size=block)
 
         results, times = {}, {}

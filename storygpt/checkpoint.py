@@ -13,9 +13,12 @@ A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
                   data_abs: the absolute folder at save time (the fallback)
 
 ``best.pt`` holds only these (plus ``step`` and ``val_bpc``).  ``ckpt.pt`` adds the
-training state (storygpt.train): ``optimizer``, ``scaler`` (float16 only),
-``state`` (TrainState.to_dict(): step, tokens, chars, flops, time, RNG states,
-history) and ``args`` (the command line, as a dict).
+training state: ``optimizer``, ``scaler`` (float16 only), ``state``
+(storygpt.train.loop.TrainState.to_dict(): step, tokens, chars, flops, time, RNG
+states, history) and ``args`` (the command line, as a dict).
+
+This module owns the format: assemble (:func:`model_record`, :func:`training_checkpoint`,
+:func:`best_checkpoint`), save, read and check (:func:`read_training_checkpoint`), load.
 
 Files are written atomically (a temporary file in the same folder, fsync, then
 ``os.replace``), so a crash never leaves a half-written checkpoint behind.
@@ -93,6 +96,57 @@ def save_checkpoint(path: str | os.PathLike, ckpt: dict, during_write: Callable[
         f.write(buf.getbuffer())
         if during_write is not None:
             during_write()
+
+
+def run_meta(spec, data_dir: Path, folder: Path, args: dict) -> dict:
+    """What every checkpoint of a run records about it besides the model: spec, slug, corpus, data,
+    data_abs (see the module docstring) and ``args`` (plain values, :func:`to_plain`)."""
+    return dict(
+        spec=str(spec),
+        slug=spec.slug,
+        corpus=data_dir.name,
+        data=relative_data_path(data_dir, folder),
+        data_abs=str(data_dir),
+        args=args,
+    )
+
+
+def model_record(model, meta: dict) -> dict:
+    """What best.pt holds: weights (prefixes stripped), config, tokenizer, and where the run's data is
+    (``meta``: :func:`run_meta` plus ``config`` and ``tokenizer`` as dicts)."""
+    return {
+        "model": clean_state_dict(model.state_dict()),
+        "config": meta["config"],
+        "tokenizer": meta["tokenizer"],
+        **{k: meta[k] for k in ("spec", "slug", "corpus", "data", "data_abs")},
+    }
+
+
+def training_checkpoint(record: dict, optimizer, scaler, state: dict, args: dict) -> dict:
+    """The ``ckpt.pt`` dict: a :func:`model_record` plus optimizer, scaler (when enabled), state and args."""
+    scaler_state = {"scaler": scaler.state_dict()} if scaler.is_enabled() else {}
+    return {**record, "optimizer": optimizer.state_dict(), **scaler_state, "state": state, "args": args}
+
+
+def best_checkpoint(record: dict, step: int, val_bpc: float) -> dict:
+    """The ``best.pt`` dict: a :func:`model_record` plus the step and held-out bits/char it was measured at."""
+    return {**record, "step": step, "val_bpc": val_bpc}
+
+
+def read_training_checkpoint(path: str | os.PathLike) -> dict:
+    """:func:`read_checkpoint` of a ``ckpt.pt`` to resume from; its errors, and CheckpointError for a file
+    without the training state (a best.pt)."""
+    ckpt = read_checkpoint(path)
+    if any(k not in ckpt for k in TRAINING_KEYS):
+        raise CheckpointError(f"{path} holds no training state (a best.pt?)")
+    return ckpt
+
+
+def restore_optimizer(ckpt: dict, optimizer, scaler) -> None:
+    """Load a :func:`training_checkpoint`'s optimizer state, and its scaler's when both have one."""
+    optimizer.load_state_dict(ckpt["optimizer"])
+    if "scaler" in ckpt and scaler.is_enabled():
+        scaler.load_state_dict(ckpt["scaler"])
 
 
 def relative_data_path(data_dir: Path, folder: Path) -> str:

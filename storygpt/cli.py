@@ -30,6 +30,14 @@ def run(main: Callable[[], object]) -> None:
     sys.exit(status if isinstance(status, int) else 0)
 
 
+class ToolParser(argparse.ArgumentParser):
+    """The argument parser of every tool: a bad argument is one line ``TOOL: error: ...`` on stderr and exit
+    status 2 (argparse's own errors, :func:`check_ranges` and the tools' ``parser.error`` alike)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace, ranges: dict) -> None:
     """Stop with ``parser.error`` (exit status 2) at the first flag outside its range.
 
@@ -60,7 +68,7 @@ def table_parser(
     values.  With ``suppress_defaults`` no defaults are set, so that parsing returns only the
     flags given on the command line (how ``pretrain.py`` tells a given flag from a default).
     """
-    p = argparse.ArgumentParser(
+    p = ToolParser(
         prog=prog,
         description=description,
         formatter_class=DefaultsOnceHelpFormatter,

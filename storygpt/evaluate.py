@@ -56,10 +56,6 @@ import numpy as np
 # the held-out text is read exactly as data.py writes it, by the one parser (re-exported here)
 from storygpt.data.corpora import read_documents  # noqa: F401
 
-# --------------------------------------------------------------------------
-# checkpoints
-# --------------------------------------------------------------------------
-
 
 # --------------------------------------------------------------------------
 # text
@@ -273,39 +269,48 @@ def _nll_rows(model: Callable, x, y):
     return torch.cat(out)
 
 
-def autocast_context(device: Any, dtype: Any):
-    """``torch.autocast`` to ``dtype`` on ``device``; nothing for float32."""
-    import contextlib
+def window_nats(
+    model: Callable,
+    stream,
+    windows: Sequence[tuple[int, int, int]],
+    *,
+    batch_size: int,
+    device: Any = "cpu",
+    progress: Callable[[int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> float | None:
+    """Total cross-entropy (nats, summed in float64) of the targets ``windows`` score in ``stream``.
 
-    import torch
-
-    if dtype is None or dtype == torch.float32:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=torch.device(device).type, dtype=dtype)
-
-
-def pick_threads(model: Callable, x, candidates: Sequence[int]) -> int:
-    """The torch thread count among ``candidates`` that runs ``model`` on ``x`` fastest (one timed pass each).
-
-    On a CPU shared with other work more threads are often slower (measured in docs/bits.md), so
-    bits.py times one batch rather than assuming.  Leaves torch's thread count at the winner.
+    The one held-out scorer, of :func:`evaluate_bits` and the training loop (storygpt.train.loop); the
+    caller sets inference mode and autocast.  ``stream``: the (N,) int64 CPU tensor of :func:`token_stream`;
+    ``windows``: ``(begin, end, first_scored)`` of :func:`scoring_windows` (any subset), batched
+    ``batch_size`` at a time by length; ``progress(targets scored)`` and ``stop()`` are called after each
+    batch, and None is returned when ``stop()`` is True.  Raises ValueError as :func:`evaluate_bits`.
     """
-    import time
-
     import torch
 
-    best, best_t = candidates[0], math.inf
-    with torch.inference_mode():
-        _nll_rows(model, x, x)  # warm-up: first-call allocations are not charged to the first candidate
-        for n in dict.fromkeys(candidates):
-            torch.set_num_threads(n)
-            t = time.perf_counter()
-            _nll_rows(model, x, x)
-            dt = time.perf_counter() - t
-            if dt < best_t:
-                best, best_t = n, dt
-    torch.set_num_threads(best)
-    return best
+    by_len: dict[int, list[tuple[int, int, int]]] = {}
+    for w in windows:
+        by_len.setdefault(w[1] - w[0], []).append(w)
+    total, scored = 0.0, 0
+    for length, group in by_len.items():
+        offsets = torch.arange(length)
+        for i in range(0, len(group), batch_size):
+            batch = group[i : i + batch_size]
+            starts = torch.tensor([b for b, _, _ in batch])
+            x = stream[starts[:, None] + offsets].to(device)
+            y = stream[starts[:, None] + offsets + 1].to(device)
+            nll = _nll_rows(model, x, y).view(len(batch), length)
+            # target of column t is stream token b + 1 + t; keep those >= first_scored
+            firsts = torch.tensor([f for _, _, f in batch])
+            keep = ((starts[:, None] + offsets + 1) >= firsts[:, None]).to(nll.device)
+            total += float(nll[keep].double().sum())
+            scored += int(keep.sum())
+            if progress is not None:
+                progress(scored)
+            if stop is not None and stop():
+                return None
+    return total
 
 
 def evaluate_bits(
@@ -371,37 +376,24 @@ def evaluate_bits(
     unk = getattr(tokenizer, "unk_id", None)
     n_unk = int((stream[1:] == unk).sum()) if unk is not None else 0
 
-    # group windows of equal length so that each batch is one tensor (all but the last are full length)
-    by_len: dict[int, list[tuple[int, int, int]]] = {}
-    for w in scoring_windows(n_targets, block_size, stride):
-        by_len.setdefault(w[1] - w[0], []).append(w)
-    data = torch.from_numpy(stream)
-    total = 0.0
-    scored_tokens = 0
+    from storygpt.runtime import autocast_for
+
     was_training = getattr(model, "training", None)
     if was_training is not None:
         model.eval()
     try:
-        with torch.inference_mode(), autocast_context(device, dtype):
-            for length, group in by_len.items():
-                offsets = torch.arange(length)
-                for i in range(0, len(group), batch_size):
-                    batch = group[i : i + batch_size]
-                    starts = torch.tensor([b for b, _, _ in batch])
-                    x = data[starts[:, None] + offsets].to(device)
-                    y = data[starts[:, None] + offsets + 1].to(device)
-                    nll = _nll_rows(model, x, y).view(len(batch), length)
-                    # target of column t is stream token b + 1 + t; keep those >= first_scored
-                    firsts = torch.tensor([f for _, _, f in batch])
-                    keep = ((starts[:, None] + offsets + 1) >= firsts[:, None]).to(nll.device)
-                    total += float(nll[keep].double().sum())
-                    scored_tokens += int(keep.sum())
-                    if progress is not None:
-                        progress(scored_tokens, n_targets)
+        with torch.inference_mode(), autocast_for(device, dtype):
+            total = window_nats(
+                model,
+                torch.from_numpy(stream),
+                list(scoring_windows(n_targets, block_size, stride)),
+                batch_size=batch_size,
+                device=device,
+                progress=None if progress is None else (lambda k: progress(k, n_targets)),
+            )
     finally:
         if was_training:
             model.train()
-    assert scored_tokens == n_targets, (scored_tokens, n_targets)
     return BitsResult(
         nats=total,
         tokens=n_targets,

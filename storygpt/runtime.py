@@ -11,7 +11,8 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -102,12 +103,12 @@ def pick_dtype(name: str, device):
 
 
 def autocast_for(device, dtype):
-    """A context manager running matmuls in ``dtype`` on ``device`` (a no-op for float32)."""
+    """The one autocast: matmuls in ``dtype`` on ``device`` (or its name); a no-op for float32 or None."""
     import torch
 
-    if dtype == torch.float32:
+    if dtype is None or dtype == torch.float32:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=dtype)
+    return torch.autocast(device_type=torch.device(device).type, dtype=dtype)
 
 
 def prepare_device(device) -> None:
@@ -127,6 +128,24 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def fastest_threads(work: Callable[[], object], candidates: Sequence[int]) -> tuple[int, dict[int, float]]:
+    """``(threads, {threads: seconds})``: the count among ``candidates`` that runs ``work()`` fastest (its second
+    run timed, the first warms up); torch is left at it.  The one probe of the training loop and bits.py: on a
+    shared CPU more threads are often slower (docs/bits.md, docs/training.md)."""
+    import torch
+
+    timings = {}
+    for n in dict.fromkeys(candidates):
+        torch.set_num_threads(n)
+        work()
+        t = time.perf_counter()
+        work()
+        timings[n] = time.perf_counter() - t
+    threads = min(timings, key=timings.get)
+    torch.set_num_threads(threads)
+    return threads, timings
 
 
 # ---------------------------------------------------------------- processes

@@ -111,26 +111,24 @@ def heal_prompt(tokenizer, prompt_ids: list[int]) -> tuple[list[int], list[int]]
     return list(prompt_ids[:-1]), allowed
 
 
-class SuppressTokens:
-    """Wraps an output layer so that some ids can never be drawn (their logits become -inf).
+def allowed_tokens(vocab_size: int, heal_allowed: list[int], forbidden: list[int], device=None):
+    """The ``allowed`` mask of ``GPT.stream``: ``forbidden`` ids never, and the first draw only among
+    ``heal_allowed`` (when given, see :func:`heal_prompt`).  None when nothing is constrained.
 
-    ``<pad>`` is in every vocabulary but never follows anything in the
-    training data; a barely trained model would still give it some
-    probability.  ``model.stream`` reads the logits from ``model.lm_head``, so
-    sample.py puts this wrapper there while it samples (the weights, tied or
-    not, stay the same tensors).
+    Returns:
+        a (1 or 2, vocab_size) bool tensor: row 0 for the first draw, the last row for every later one.
     """
+    import torch
 
-    def __init__(self, head, ids):
-        self.head = head
-        self.ids = sorted(set(int(i) for i in ids))
-
-    def __call__(self, h):
-        logits = self.head(h)
-        if self.ids:
-            logits = logits.clone()
-            logits[..., self.ids] = float("-inf")
-        return logits
+    if not heal_allowed and not forbidden:
+        return None
+    rest = torch.ones(vocab_size, dtype=torch.bool, device=device)
+    rest[list(forbidden)] = False
+    if not heal_allowed:
+        return rest[None]
+    first = torch.zeros(vocab_size, dtype=torch.bool, device=device)
+    first[list(heal_allowed)] = True
+    return torch.stack([first & rest, rest])
 
 
 def write_sample(
@@ -152,7 +150,8 @@ def write_sample(
     The model sees ``[eot] + prompt_ids`` (a new document starting with the
     prompt) and draws with ``model.stream`` (KV cache).  When ``stop`` is
     given, generation ends at that id, which is not printed.  ``<pad>`` is
-    never drawn (see :class:`SuppressTokens`).  With ``heal`` (and a BPE
+    never drawn: a barely trained model would still give it some probability, though it never follows
+    anything in the training data.  With ``heal`` (and a BPE
     tokenizer, at least one new token) the prompt's last token is taken back
     and the first token drawn must start with its bytes (:func:`heal_prompt`);
     the text printed still starts with the whole prompt.
@@ -172,34 +171,19 @@ def write_sample(
     out = out if out is not None else sys.stdout
     device = next(model.parameters()).device
     prefix, allowed = heal_prompt(tokenizer, prompt_ids) if heal and max_new_tokens > 0 else (prompt_ids, [])
-    first_allowed = None
-    if allowed:
-        first_allowed = torch.zeros(model.config.vocab_size, dtype=torch.bool, device=device)
-        first_allowed[allowed] = True
     idx = torch.tensor([[tokenizer.eot_id] + list(prefix)], dtype=torch.long, device=device)
     pad = getattr(tokenizer, "pad_id", None)
-    head = getattr(model, "lm_head", None)
-    if pad is not None and pad != stop and head is not None:
-        model.__dict__["lm_head"] = SuppressTokens(head, [pad])  # an instance attribute, not a submodule
+    forbidden = [pad] if pad is not None and pad != stop else []
+    mask = allowed_tokens(model.config.vocab_size, allowed, forbidden, device)
     printer = StreamPrinter(tokenizer, prefix, out)
     out.write(printer.printed)
     out.flush()
-    try:
-        if max_new_tokens > 0:
-            for t in model.stream(
-                idx,
-                max_new_tokens,
-                temperature=temperature,
-                top_k=top_k,
-                top_p=top_p,
-                generator=generator,
-                stop_token=stop,
-                first_allowed=first_allowed,
-            ):
-                t = int(t[0])
-                if stop is not None and t == stop:
-                    break
-                printer.add(t)
-    finally:
-        model.__dict__.pop("lm_head", None)
+    if max_new_tokens > 0:
+        for t in model.stream(
+            idx, max_new_tokens, temperature, top_k, generator, stop_token=stop, top_p=top_p, allowed=mask
+        ):
+            t = int(t[0])
+            if stop is not None and t == stop:
+                break
+            printer.add(t)
     return printer.finish()

@@ -211,7 +211,7 @@ def test_eval_interval_estimate():
         (["byte", "--budget-flops", "nan"], "--budget-flops must be a positive number"),
         (["byte", "--budget-flops", "1e9", "--minutes", "1"], "give one budget, not several"),
         (["byte", "--bits-chars", "-1"], "--bits-chars must be >= 0"),
-        (["byte", "--n-layer", "0"], "--n-layer must be a positive whole number"),
+        (["byte", "--n-layer", "0"], "--n-layer must be >= 1, got 0"),
         (["byte", "--report", "a/b"], "--report 'a/b'"),
         (["hf:missing.json"], "no such file: missing.json"),
         (["byte", "--train-file", "nope.txt"], "--train-file nope.txt: no such file"),

@@ -269,7 +269,7 @@ def test_version_1_token_files_ask_for_data_py_again(tmp_path):
 
 def test_pretrain_refuses_a_corrupt_token_file_naming_it(tmp_path):
     from storygpt.tokenizers.spec import parse_spec
-    from storygpt.train import RunError, load_data
+    from storygpt.train.inputs import RunError, load_data
 
     src = tmp_path / "pinned.txt"
     src.write_bytes(pinned_corpus_bytes())

@@ -255,7 +255,7 @@ def test_unknown_spec_and_missing_files_are_one_line_errors(tmp_path):
         (["--tokenizer", f"hf:{tmp_path / 'nope.json'}"], "no such file"),
         (["--tokenizer", "byte", "--vocab-size", "300"], "--vocab-size applies to bpe and word"),
         (["--bpe", "--tokenizer", "word"], "either --bpe or --tokenizer"),
-        (["--min-frequency", "0"], "--min-frequency must be at least 1"),
+        (["--min-frequency", "0"], "--min-frequency must be >= 1, got 0"),
     ]:
         done = run_tool("data", *argv, "--out", tmp_path)
         assert done.returncode == 2

@@ -188,7 +188,7 @@ def test_pretrain_loss_falls_and_writes_the_run_folder(tmp_path):
 def test_heldout_bits_agree_with_evaluate_bits(tmp_path):
     """The training-time held-out figure is bits.py's measurement of the same characters."""
     from storygpt.evaluate import evaluate_bits, read_documents, take_characters
-    from storygpt.train import heldout_slice
+    from storygpt.train.inputs import heldout_slice
 
     data = make_corpus(tmp_path, kind="bpe")
     m = run(
@@ -329,7 +329,7 @@ def test_budgets_stop_at_the_first_reached(tmp_path):
 
 
 def test_lr_follows_the_binding_budget():
-    from storygpt.train import Budgets, TrainState, lr_at
+    from storygpt.train.loop import Budgets, TrainState, lr_at
 
     b = Budgets(max_steps=100, flops=1000.0)
     s = TrainState(step=10, flops=500)

@@ -1,7 +1,7 @@
 """Exact resume: a run stopped at any point and resumed equals one never stopped, bit for bit.
 
-Interrupts are injected with STORYGPT_TEST_HOOK (storygpt.train.InterruptHooks): the process sends
-itself SIGINT/SIGTERM/SIGKILL mid-step, during an evaluation or while ckpt.pt is written.
+Interrupts are injected with the ``signal_at`` fault of tests/tool_faults.py: the process sends
+itself SIGINT/SIGTERM/SIGKILL during a step, during an evaluation or while ckpt.pt is written.
 Also: the lock file, a full disk, a malformed stored tokenizer, budgets in FLOPs under load, and (on
 ``tiny_run``, tests/conftest.py) SIGTERM from outside, kill -9 leftovers, a truncated checkpoint, a moved corpus.
 """
@@ -42,9 +42,11 @@ def reference(corpus, tmp_path_factory):
 
 def train_process(corpus, run_dir, *extra, hook=None, fault=None):
     """``python pretrain.py`` on ``corpus`` into ``run_dir`` with :data:`FLAGS` and ``extra``, the interrupt
-    ``hook`` in STORYGPT_TEST_HOOK and the ``fault`` of tests/tool_faults.py: the finished process."""
-    env = {"STORYGPT_TEST_HOOK": hook} if hook is not None else None
-    return run_tool("pretrain", "--data", corpus, "--run-dir", run_dir, *FLAGS, *extra, env=env, fault=fault)
+    ``hook`` (tests/tool_faults.py ``signal_at:HOOK``) or another ``fault`` of tests/tool_faults.py: the
+    finished process."""
+    if hook is not None:
+        fault = f"signal_at:{hook}"
+    return run_tool("pretrain", "--data", corpus, "--run-dir", run_dir, *FLAGS, *extra, fault=fault)
 
 
 def train(corpus, run_dir, *extra) -> dict:

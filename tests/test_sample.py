@@ -258,7 +258,7 @@ def test_healing_constrains_the_first_token():
     idx = torch.tensor([[tok.eot_id] + prompt[:-1]])
     mask = torch.zeros(tok.vocab_size, dtype=torch.bool)
     mask[[WENT, WENTY]] = True
-    firsts = [int(next(model.stream(idx, 1, temperature=1.0, seed=s, first_allowed=mask))[0]) for s in range(400)]
+    firsts = [int(next(model.stream(idx, 1, temperature=1.0, seed=s, allowed=mask))[0]) for s in range(400)]
     assert set(firsts) == {WENT, WENTY}
     share = firsts.count(WENT) / len(firsts)
     expected = math.exp(2) / (math.exp(2) + math.exp(1))  # 0.731

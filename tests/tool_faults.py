@@ -66,10 +66,10 @@ def full_disk_at_step(arg: str) -> None:
     import errno
     import os
 
-    from storygpt import train
     from storygpt.atomic import atomic_write
+    from storygpt.train import loop
 
-    real = train.save_checkpoint
+    real = loop.save_checkpoint
 
     def full_disk(path, ckpt, during_write=None):
         if ckpt.get("state", {}).get("step") == int(arg):
@@ -78,7 +78,54 @@ def full_disk_at_step(arg: str) -> None:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(path, ckpt, during_write)
 
-    train.save_checkpoint = full_disk
+    loop.save_checkpoint = full_disk
+
+
+@fault
+def signal_at(arg: str) -> None:
+    """pretrain.py: ``ARG`` = ``POINT@STEP:ACTION[,...]``: the process sends itself a signal at a named point.
+
+    POINT: ``step`` (as step STEP begins, after the loop's look at the stop flag: the signal arrives during
+    the step), ``eval`` (as the evaluation at step STEP begins: it is cut short after its first batch),
+    ``save`` (while ckpt.pt of step STEP is written: after its bytes, before the rename).
+    ACTION: ``INT``, ``TERM``, ``TERM2`` (two SIGTERMs), ``KILL``.
+    """
+    import os
+    import signal
+    import time
+
+    from storygpt.train import loop
+
+    points = {}
+    for item in arg.split(","):
+        where, action = item.split(":")
+        point, step = where.split("@")
+        points[(point, int(step))] = action
+
+    def fire(point: str, step: int) -> None:
+        action = points.pop((point, step), None)
+        if action is None:
+            return
+        sig = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "TERM2": signal.SIGTERM, "KILL": signal.SIGKILL}[action]
+        for _ in range(2 if action == "TERM2" else 1):
+            os.kill(os.getpid(), sig)
+            time.sleep(0.01)  # let the handler run before the next one arrives
+
+    real_step, real_evaluate, real_save = loop.train_step, loop.evaluate, loop.save_checkpoint
+
+    def train_step(r, live, lr):
+        fire("step", live.state.step + 1)
+        return real_step(r, live, lr)
+
+    def evaluate(r, live):
+        fire("eval", live.state.step)
+        return real_evaluate(r, live)
+
+    def save_checkpoint(path, ckpt, during_write=None):
+        step = ckpt.get("state", {}).get("step")
+        return real_save(path, ckpt, during_write=lambda: fire("save", step))
+
+    loop.train_step, loop.evaluate, loop.save_checkpoint = train_step, evaluate, save_checkpoint
 
 
 @fault

@@ -346,7 +346,7 @@ class GPT(nn.Module):
         stop_token: int | None = None,
         use_cache: bool = True,
         top_p: float | None = None,
-        first_allowed: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
     ) -> Iterator[torch.Tensor]:
         """Sample tokens one at a time; yields each new (B,) int64 tensor as soon as it is drawn.
 
@@ -367,9 +367,9 @@ class GPT(nn.Module):
                 and top_k, keep the most likely tokens whose probabilities add
                 up to at least ``top_p`` (0 < top_p <= 1; the most likely token
                 is always kept) and renormalize.  None or 1: off.
-            first_allowed: (vocab_size,) bool; the first token drawn must be
-                one where it is True (every row); used for token healing
-                (sample.py).  None: no constraint.
+            allowed: bool (n, vocab_size) or (vocab_size,): the tokens each draw
+                may produce; row i constrains draw i, the last row every later
+                draw (sample.py: no ``<pad>``, token healing).  None: any token.
             use_cache: True (default): key/value cache; see the module docstring
                 for what happens past block_size.  False: the reference
                 "uncached" computation -- every step runs :meth:`forward` on the
@@ -388,11 +388,12 @@ class GPT(nn.Module):
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         if top_p is not None and not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if first_allowed is not None:
-            if first_allowed.shape != (self.config.vocab_size,) or first_allowed.dtype != torch.bool:
-                raise ValueError(f"first_allowed must be a (vocab_size,) bool tensor, got {first_allowed.shape}")
-            if not bool(first_allowed.any()):
-                raise ValueError("first_allowed allows no token")
+        if allowed is not None:
+            allowed = allowed.reshape(-1, allowed.size(-1)).to(idx.device)
+            if allowed.size(-1) != self.config.vocab_size or allowed.dtype != torch.bool or not len(allowed):
+                raise ValueError(f"allowed must be a (n, vocab_size) bool tensor, got {tuple(allowed.shape)}")
+            if not bool(allowed.any(dim=-1).all()):
+                raise ValueError("allowed allows no token for some draw")
         if generator is None and seed is not None:
             generator = torch.Generator(device=idx.device)
             generator.manual_seed(seed)
@@ -401,7 +402,7 @@ class GPT(nn.Module):
         seq = idx
         done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
         cache, pos = None, 0  # pos: absolute position of the next token fed to the cache
-        for _ in range(max_new_tokens):
+        for i in range(max_new_tokens):
             if not use_cache or (not rope and seq.size(1) > bs):
                 h, _ = self._hidden(seq[:, -bs:], 0, None)
                 cache = None
@@ -418,8 +419,8 @@ class GPT(nn.Module):
                     for k, v in cache
                 ]
             logits = self.lm_head(h[:, -1, :]).float()
-            if first_allowed is not None and seq.size(1) == idx.size(1):  # the first draw
-                logits = logits.masked_fill(~first_allowed.to(logits.device), float("-inf"))
+            if allowed is not None:
+                logits = logits.masked_fill(~allowed[min(i, len(allowed) - 1)], float("-inf"))
             nxt = self._sample(logits, temperature, top_k, generator, top_p)
             if stop_token is not None:
                 nxt = torch.where(done, torch.full_like(nxt, stop_token), nxt)
@@ -461,29 +462,19 @@ class GPT(nn.Module):
         self,
         idx: torch.Tensor,
         max_new_tokens: int,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        generator: torch.Generator | None = None,
-        seed: int | None = None,
-        stop_token: int | None = None,
-        use_cache: bool = True,
+        *args,
         callback: Callable[[torch.Tensor], None] | None = None,
-        top_p: float | None = None,
-        first_allowed: torch.Tensor | None = None,
+        **kwargs,
     ) -> torch.Tensor:
         """Extend ``idx`` by up to ``max_new_tokens`` sampled tokens.
 
-        Arguments as for :meth:`stream`; ``callback`` is called with each new
+        The other arguments are :meth:`stream`'s; ``callback`` is called with each new
         (B,) int64 tensor as it is drawn (e.g. to print tokens as they come).
 
-        Returns:
-            (B, T + n) int64: the prompt followed by the n <= max_new_tokens
-            tokens drawn (n is smaller only when ``stop_token`` ended early).
+        Returns (B, T + n) int64: the prompt and the n <= max_new_tokens tokens drawn (fewer on ``stop_token``).
         """
         new = []
-        for tok in self.stream(
-            idx, max_new_tokens, temperature, top_k, generator, seed, stop_token, use_cache, top_p, first_allowed
-        ):
+        for tok in self.stream(idx, max_new_tokens, *args, **kwargs):
             new.append(tok)
             if callback is not None:
                 callback(tok)

@@ -1,0 +1,122 @@
+"""What a run reads: the token files of a corpus folder, training batches and the held-out slice."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from storygpt.cli import show
+from storygpt.train.runfolder import RunError
+
+
+def fixed_windows(n_tokens: int, window: int, count: int) -> np.ndarray:
+    """Start offsets of ``count`` evenly spaced windows of ``window + 1`` tokens (deterministic)."""
+    last = n_tokens - window - 1
+    starts = np.linspace(0, last, num=max(1, count)).round().astype(np.int64)
+    return np.unique(starts)
+
+
+def windows_to_batch(data, starts: np.ndarray, window: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets ``(B, window)`` int64 on ``device`` for windows of ``data`` starting at ``starts``."""
+    arr = np.asarray(data[starts[:, None] + np.arange(window + 1)], dtype=np.int64)
+    t = torch.from_numpy(arr)
+    t = t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t.to(device)
+    return t[:, :-1], t[:, 1:]
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A fixed held-out slice, encoded once: the bits-per-character text of storygpt.evaluate.
+
+    ``stream`` is ``[eot] enc(d_1) [eot] ... enc(d_n)`` (:func:`storygpt.evaluate.token_stream`) of the
+    first ``--eval-chars`` characters of valid.txt; every token after the first is predicted once, in
+    back-to-back windows of ``block_size`` (``windows``: :func:`storygpt.evaluate.scoring_windows`).
+    """
+
+    stream: torch.Tensor
+    characters: int
+    windows: list
+
+    @property
+    def tokens(self) -> int:
+        return len(self.stream) - 1
+
+
+def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int) -> HeldOut:
+    """Read, cut and encode the held-out slice.
+
+    Raises:
+        FileNotFoundError / ValueError: naming ``valid_txt`` (missing, not UTF-8, no text).
+    """
+    from storygpt.evaluate import count_characters, read_documents, scoring_windows, take_characters, token_stream
+
+    docs = take_characters(read_documents(valid_txt), eval_chars)
+    stream, _ = token_stream(tokenizer, docs)
+    windows = list(scoring_windows(len(stream) - 1, block_size))
+    return HeldOut(torch.from_numpy(stream), count_characters(docs), windows)
+
+
+def chars_per_token(data_dir: Path, slug: str, train_tokens: int) -> float:
+    """Characters per training token, counted as bits per character counts them.
+
+    ``(characters + documents - 1) / tokens`` of the training split (a document boundary is one
+    character, and its eot one token), from ``stats-<slug>.json`` (data.py), else from train.txt.
+
+    Raises:
+        RunError: neither file is there.
+    """
+    from storygpt.evaluate import count_characters, read_documents
+
+    stats = data_dir / f"stats-{slug}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        s = json.loads(stats.read_text(encoding="utf-8"))["splits"]["train"]
+        return (int(s["characters"]) + int(s["documents"]) - 1) / int(s["tokens"])
+    try:
+        return count_characters(read_documents(data_dir / "train.txt")) / train_tokens
+    except (OSError, ValueError) as e:
+        raise RunError(f"{stats} is missing and so is a readable train.txt ({e}); run data.py again") from None
+
+
+def load_data(data_dir: Path, spec, block_size: int):
+    """The tokenizer and memmapped training tokens of SPEC ``spec`` in ``data_dir``.
+
+    Raises:
+        RunError: a missing folder or file (naming it, and the tokenizers the folder does hold), a token
+            file of another tokenizer, ids outside the vocabulary, fewer tokens than one window.
+    """
+    from storygpt.checkpoint import load_tokenizer
+    from storygpt.data import read_tokens
+
+    if not data_dir.is_dir():
+        what = "is a file, not a folder" if data_dir.exists() else "no such folder"
+        raise RunError(f"--data {show(data_dir)}: {what} (give the corpus folder data.py wrote, e.g. data/shakespeare)")
+    slug = spec.slug
+    tok_path, train_path = data_dir / f"tokenizer-{slug}.json", data_dir / f"train-{slug}.bin"
+    if not tok_path.is_file():
+        have = sorted(p.name[len("tokenizer-") : -len(".json")] for p in data_dir.glob("tokenizer-*.json"))
+        hint = f"; it holds the token files of: {', '.join(have)} (pass --tokenizer with one of those)" if have else ""
+        raise RunError(f"{show(tok_path)} not found; run `python data.py --tokenizer {spec}` to write it{hint}")
+    try:
+        tokenizer = load_tokenizer(tok_path)
+        train = read_tokens(train_path, tokenizer)
+    except IsADirectoryError as e:
+        raise RunError(f"{show(e.filename or train_path)}: is a folder, not a token file; run data.py again") from None
+    except (OSError, ValueError) as e:
+        raise RunError(str(e)) from None
+    if len(train) and int(train.max()) >= tokenizer.vocab_size:  # a corrupt body would crash the embedding
+        pos = int(np.argmax(train >= tokenizer.vocab_size))
+        raise RunError(
+            f"{show(train_path)}: token id {int(train[pos])} at position {pos:,} is outside the vocabulary "
+            f"(vocab_size {tokenizer.vocab_size}); the file is corrupt, run data.py again"
+        )
+    if len(train) < block_size + 1:
+        raise RunError(
+            f"{show(train_path)} has {len(train)} tokens, fewer than one training window "
+            f"(block_size + 1 = {block_size + 1}); use a smaller --block-size"
+        )
+    return tokenizer, train

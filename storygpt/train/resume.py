@@ -1,0 +1,114 @@
+"""Resume reconciliation: which checkpoint, which flags and data a resumed run goes on with, and its state back.
+
+Exact resume: SIGINT and SIGTERM only set a flag (:class:`storygpt.runtime.StopFlag`); the loop
+looks at it between steps (and between evaluation batches), so a checkpoint always holds the state
+after a whole step, with the RNG states of that moment.  An evaluation cut short is redone on resume;
+``metrics.jsonl`` rows past the checkpoint are dropped on resume.  A run resumed from a checkpoint
+gives bit-identical weights, optimizer state and history to one that was never stopped
+(tests/test_resume.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from storygpt import checkpoint
+from storygpt.cli import show
+from storygpt.train.loop import Run, TrainState
+from storygpt.train.runfolder import RunError
+
+
+def read_resumable(path: Path) -> dict:
+    """The ``ckpt.pt`` to resume from.
+
+    Raises:
+        RunError: no such file, a corrupt file, or one without the training state (a best.pt).
+    """
+    try:
+        return checkpoint.read_training_checkpoint(path)
+    except FileNotFoundError:
+        raise RunError(f"--resume: no checkpoint at {show(path)}") from None
+    except checkpoint.CheckpointError as e:
+        raise RunError(f"--resume: {e}") from None
+
+
+def check_stored_tokenizer(ckpt: dict, path: Path, tokenizer, data_dir: Path) -> None:
+    """On resume: the checkpoint's tokenizer must load and be the data folder's.
+
+    Raises:
+        RunError: a malformed stored tokenizer, or another tokenizer than the data folder's.
+    """
+    try:
+        stored = checkpoint.tokenizer_from_dict(ckpt["tokenizer"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise RunError(
+            f"--resume: {show(path)}: bad tokenizer stored in it ({str(e)[:200]}); the checkpoint is kept unchanged"
+        ) from None
+    if stored.fingerprint() != tokenizer.fingerprint():
+        raise RunError(
+            f"--resume: the tokenizer in {show(data_dir)} is not the one {show(path)} was trained with "
+            "(the corpus folder was rebuilt?)"
+        )
+
+
+def resumed_args(
+    given: dict, explicit: set[str], ckpt: dict, path: Path, overridable: set[str], budgets: tuple, log
+) -> dict:
+    """The flags a resumed run goes on with: the run's own, except the ``overridable`` ones given explicitly;
+    when any of the ``budgets`` flags is given, the given budgets replace all the run's budgets.
+
+    ``given``: this command line's values (tokenizer as a canonical SPEC, data as given).  The data
+    folder is the stored one (see :func:`storygpt.checkpoint.data_dir_of`), or ``given["data"]`` when
+    that names a folder of the same corpus (a moved corpus).
+
+    Raises:
+        RunError: another tokenizer or corpus than the run's, or a corpus folder that is gone.
+    """
+    saved = dict(ckpt["args"])
+    if saved["tokenizer"] != given["tokenizer"] and ({"tokenizer", "bpe", "run_dir", "run_name"} & explicit):
+        raise RunError(
+            f"--resume: {show(path)} was trained with --tokenizer {saved['tokenizer']}, not {given['tokenizer']}"
+        )
+    stored, asked = checkpoint.data_dir_of(ckpt, path), Path(given["data"]).resolve()
+    if "data" in explicit and asked != stored:
+        if asked.name != ckpt["corpus"]:
+            raise RunError(
+                f"--resume: {show(path)} was trained on corpus {ckpt['corpus']!r}, not on {asked.name!r} "
+                f"({given['data']})"
+            )
+        log(f"note: resuming on --data {given['data']} (the run was trained on {show(stored)})")
+        stored = asked
+    elif not stored.is_dir():
+        raise RunError(
+            f"--resume: the corpus folder {show(stored)} that {show(path)} was trained on is gone; "
+            "pass --data with its new place"
+        )
+    kept = sorted(k for k in explicit - overridable if k in saved and saved[k] != given[k])
+    if kept:
+        log(f"warning: --resume keeps the run's own {', '.join('--' + k.replace('_', '-') for k in kept)}")
+    out = {k: v for k, v in saved.items() if k not in overridable or k not in explicit}
+    if explicit & set(budgets):  # budgets given replace the run's own; with none given, the run keeps its own
+        out.update({b: given[b] for b in budgets})
+    return {**out, "data": str(stored)}
+
+
+def restore(run: Run, ckpt: dict) -> tuple[TrainState, np.random.Generator]:
+    """Load optimizer, scaler and random states from ``ckpt``; its TrainState and batch sampler (which restarts
+    from fresh seeds, with a warning, when the run had another number of processes)."""
+    checkpoint.restore_optimizer(ckpt, run.optimizer, run.scaler)
+    state = TrainState.from_dict(dict(ckpt["state"]))
+    state.history = [dict(h) for h in state.history]
+    rng = state.rng or {}
+    if int(rng.get("world_size", 0)) == run.dist.world:
+        mine = rng["ranks"][run.dist.rank]
+        checkpoint.set_rng_state(mine["global"])
+        batch_rng = np.random.default_rng()
+        batch_rng.bit_generator.state = mine["batch"]
+        return state, batch_rng
+    run.log(
+        f"warning: the run was saved with {rng.get('world_size')} processes, now {run.dist.world}: "
+        "batch sampling restarts from fresh seeds"
+    )
+    return state, np.random.default_rng([run.hyper.seed, run.dist.rank, state.step])

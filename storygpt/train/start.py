@@ -1,0 +1,229 @@
+"""Starting a training session from the command line's values: data, model, optimizer, resume, then the loop."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from storygpt.checkpoint import rng_state, set_rng_state
+from storygpt.cli import show
+from storygpt.runtime import Dist, StopFlag, autocast_for, fastest_threads
+from storygpt.train import resume
+from storygpt.train.inputs import HeldOut, fixed_windows, heldout_slice, load_data, windows_to_batch
+from storygpt.train.loop import Budgets, Hyper, Live, Run, TrainState, build_optimizer, run
+from storygpt.train.runfolder import MetricsLog, RunError, RunFiles, remove_leftovers, summary
+
+
+@dataclass(frozen=True)
+class Options:
+    """The tool's settings a session reads besides the model shape, :class:`Hyper` and :class:`Budgets`."""
+
+    weight_decay: float = 0.1
+    eval_windows: int = 64
+    compile: bool = False
+    probe_threads: bool = True  # time 1 thread against ``threads`` on a CPU (no --threads given)
+    progress: bool = True
+
+
+def grad_accum_for(total_batch: int | None, batch_size: int, world: int, grad_accum: int) -> int:
+    """Micro-batches per step: ``total_batch / (batch_size x world)`` when a total is given, else ``grad_accum``.
+
+    Raises:
+        RunError: a total that is not a multiple of batch_size x world.
+    """
+    if total_batch is None:
+        return grad_accum
+    k, rest = divmod(total_batch, batch_size * world)
+    if rest or not k:
+        raise RunError(
+            f"--total-batch {total_batch} is not a multiple of --batch-size {batch_size} x {world} process(es)"
+        )
+    return k
+
+
+def load_run_data(data_dir: Path, spec, block_size: int, eval_chars: int, ckpt: dict | None, ckpt_path: Path):
+    """``(tokenizer, train tokens, held-out slice)`` of ``data_dir``; on resume the stored tokenizer must match.
+
+    Raises:
+        RunError: see :func:`storygpt.train.inputs.load_data`, :func:`storygpt.train.resume.check_stored_tokenizer`;
+            a missing or unreadable valid.txt.
+    """
+    tokenizer, train = load_data(data_dir, spec, block_size)
+    if ckpt is not None:
+        resume.check_stored_tokenizer(ckpt, ckpt_path, tokenizer, data_dir)
+    try:
+        return tokenizer, train, heldout_slice(tokenizer, data_dir / "valid.txt", eval_chars, block_size)
+    except (OSError, ValueError) as e:
+        raise RunError(f"{e} (the held-out text of --data; run data.py again)") from None
+
+
+def build(
+    *,
+    config,
+    tokenizer,
+    train: np.ndarray,
+    heldout: HeldOut,
+    hyper: Hyper,
+    budgets: Budgets,
+    files: RunFiles,
+    meta: dict,
+    device: torch.device,
+    dtype: torch.dtype,
+    dist: Dist,
+    stop: StopFlag,
+    log: Callable[[str], None],
+    options: Options,
+    chars_per_token: float,
+    ckpt: dict | None,
+) -> tuple[Run, Live]:
+    """Build the model (seeded with ``hyper.seed``; weights from ``ckpt`` when resuming), the optimizer, the
+    compiled/DDP wrapper and the :class:`Run`; restore the optimizer and RNG states from ``ckpt``."""
+    from storygpt.model import GPT
+    from storygpt.model.flops import flops_per_token, parameter_split
+
+    torch.manual_seed(hyper.seed)
+    model = GPT(config).to(device)
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+    optimizer = build_optimizer(model, hyper.lr, options.weight_decay)
+    train_model = torch.compile(model) if options.compile else model
+    if dist.ddp:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        train_model = DDP(train_model, device_ids=[device.index] if device.type == "cuda" else None)
+    r = Run(
+        model=model,
+        train_model=train_model,
+        optimizer=optimizer,
+        scaler=torch.amp.GradScaler(device.type, enabled=(dtype == torch.float16)),
+        autocast=autocast_for(device, dtype),
+        device=device,
+        dist=dist,
+        train=train,
+        train_starts=fixed_windows(len(train), config.block_size, options.eval_windows),
+        heldout=heldout,
+        hyper=hyper,
+        budgets=budgets,
+        files=files,
+        meta={**meta, "config": config.to_dict(), "tokenizer": tokenizer.to_dict()},
+        chars_per_token=chars_per_token,
+        flops_per_token=flops_per_token(config),
+        params=parameter_split(model),
+        stop=stop,
+        log=log,
+    )
+    if ckpt is None:
+        return r, Live(TrainState(), np.random.default_rng([hyper.seed, dist.rank]))
+    return r, Live(*resume.restore(r, ckpt))
+
+
+def fixed_batch(r: Run) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch of evenly spaced training windows (the same every time)."""
+    return windows_to_batch(
+        r.train, fixed_windows(len(r.train), r.block_size, r.hyper.batch_size), r.block_size, r.device
+    )
+
+
+def probe_threads(r: Run, candidates) -> tuple[int, dict]:
+    """:func:`storygpt.runtime.fastest_threads` over one forward+backward on a fixed batch, in eval mode (no
+    dropout: no RNG is used); gradients are dropped afterwards.  Returns ``(threads, {threads: seconds})``."""
+    x, y = fixed_batch(r)
+
+    def step():
+        with r.autocast:
+            _, loss = r.model(x, y)
+        loss.backward()
+
+    was_training = r.model.training
+    r.model.eval()
+    try:
+        return fastest_threads(step, candidates)
+    finally:
+        r.model.zero_grad(set_to_none=True)
+        r.model.train(was_training)
+
+
+def warm_up_compiled(r: Run) -> float:
+    """Compile ``train_model`` on one fixed batch (forward + backward, RNG states restored); seconds taken."""
+    rng = rng_state()
+    t = time.perf_counter()
+    x, y = fixed_batch(r)
+    with r.autocast:
+        _, loss = r.train_model(x, y)
+    loss.backward()
+    r.optimizer.zero_grad(set_to_none=True)
+    if r.device.type == "cuda":
+        torch.cuda.synchronize()
+    set_rng_state(rng)
+    return time.perf_counter() - t
+
+
+def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool) -> dict:
+    """Probe threads, open metrics.jsonl, compile, show progress, run the loop; summary.json's dict + history."""
+    from tqdm import tqdm
+
+    state = live.state
+    nothing_left = r.budgets.reached(state) is not None and state.evaluated
+    if options.probe_threads and r.device.type == "cpu" and threads > 1 and not nothing_left:
+        threads, timings = probe_threads(r, sorted({1, threads}))
+        r.log(
+            "torch threads: timed "
+            + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
+            + f" per training step; using {threads} (set --threads to choose)"
+        )
+    if r.dist.master:
+        remove_leftovers(r.files.folder)
+        live.metrics = MetricsLog(r.files.metrics)
+        live.metrics.open(None if fresh else state.step, state.evaluated)
+        if fresh:
+            for p in (r.files.ckpt, r.files.best, r.files.summary):
+                p.unlink(missing_ok=True)
+        m, (emb, non_emb) = r.meta, r.params
+        r.log(
+            f"run {show(r.files.folder)} | corpus {m['corpus']} ({m['spec']}, vocab "
+            f"{m['config']['vocab_size']:,}) | train {len(r.train):,} tokens, held-out "
+            f"{r.heldout.characters:,} characters | {emb + non_emb:,} parameters ({non_emb:,} non-embedding), "
+            f"{m['config']['position']} positions | {r.tokens_per_step:,} tokens/step, "
+            f"{r.flops_per_token:,} FLOPs/token | device {r.device}, {str(dtype).replace('torch.', '')}, "
+            f"{threads} threads x {r.dist.world} process(es)"
+            + (f" | resumed at step {state.step}, {state.elapsed:.0f}s spent" if not fresh else "")
+        )
+    if options.compile and not nothing_left:
+        seconds = warm_up_compiled(r)
+        state.compile_time += seconds
+        r.log(f"compiled in {seconds:.1f}s (not charged to the budget)")
+    live.bar = tqdm(
+        total=100,
+        initial=round(100 * r.budgets.progress(state)),
+        unit="%",
+        disable=(not r.dist.master) or not options.progress or nothing_left,
+        dynamic_ncols=True,
+        file=sys.stderr,
+        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}%{postfix}",
+    )
+    steps_before = state.step
+    try:
+        state = run(r, live)
+    finally:
+        live.bar.close()
+        if live.metrics is not None:
+            live.metrics.close()
+    result = {**summary(r, state), "history": state.history}
+    if state.step == steps_before and not fresh:
+        r.log(f"budget already spent ({state.stop_reason}): nothing to train | {show(r.files.folder)}")
+    else:
+        r.log(
+            f"done ({state.stop_reason}): {result['params']:,} parameters, {state.step:,} steps, "
+            f"{state.tokens:,} tokens, {state.flops:.3g} FLOPs, {result['tokens_per_sec'] or 0:,.0f} tokens/s, "
+            f"held-out {result['val_loss']:.4f} nats/token, {result['val_bpc']:.4f} bits/char "
+            f"(best {result['best_val_bpc']:.4f}) | {state.elapsed:.0f}s"
+            + (f" + {state.compile_time:.0f}s compiling" if state.compile_time else "")
+            + f" | {show(r.files.folder)}"
+        )
+    return result
