@@ -319,6 +319,7 @@ def evaluate_bits(
     device: Any = "cpu",
     dtype: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    token_nats: np.ndarray | None = None,
 ) -> BitsResult:
     """Measure ``model`` in bits per character on ``documents``.
 
@@ -344,6 +345,9 @@ def evaluate_bits(
         dtype: compute dtype under ``torch.autocast`` (None or float32: none);
             the cross-entropy is always computed in float32 and summed in float64.
         progress: called after each batch with ``(targets scored so far, all targets)``.
+        token_nats: when given, a float64 array of length ``tokens`` (the predicted tokens: the stream
+            minus its leading eot) that receives each token's cross-entropy in nats, in stream order
+            (:mod:`storygpt.heldout` sums them into character blocks for the bootstrap).
 
     Returns:
         a :class:`BitsResult`; ``.bits_per_character`` is
@@ -367,6 +371,8 @@ def evaluate_bits(
     n_targets = len(stream) - 1
     if n_targets <= 0:
         raise ValueError("the text encodes to no tokens to predict")
+    if token_nats is not None and token_nats.shape != (n_targets,):
+        raise ValueError(f"token_nats has shape {token_nats.shape}, expected ({n_targets},)")
     round_trip = sum(1 for d, ids in zip(documents, per_doc) if tokenizer.decode(ids) == d)
     unk = getattr(tokenizer, "unk_id", None)
     n_unk = int((stream[1:] == unk).sum()) if unk is not None else 0
@@ -395,6 +401,9 @@ def evaluate_bits(
                     firsts = torch.tensor([f for _, _, f in batch])
                     keep = ((starts[:, None] + offsets + 1) >= firsts[:, None]).to(nll.device)
                     total += float(nll[keep].double().sum())
+                    if token_nats is not None:  # target index j (stream token j) goes to token_nats[j - 1]
+                        at = (starts[:, None] + offsets)[keep.cpu()]
+                        token_nats[at.numpy()] = nll[keep].double().cpu().numpy()
                     scored_tokens += int(keep.sum())
                     if progress is not None:
                         progress(scored_tokens, n_targets)

@@ -850,6 +850,10 @@ def summary(s: Session, state: TrainState) -> dict:
         "processes": s.dist.world,
         "device": str(s.device),
         "heldout_chars": s.heldout.characters,
+        # provenance (compare.py's results.json): the resolved flags, the compute dtype, the CPU threads
+        "args": m["args"],
+        "dtype": str(getattr(s.autocast, "fast_dtype", "torch.float32")).replace("torch.", ""),
+        "threads": torch.get_num_threads(),
     }
 
 
