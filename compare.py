@@ -458,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             pretrain_args=pretrain_args,
             data_args=data_args,
             forwarded=forwarded_flags(args),
+            block_chars=args.block_chars,
         )
         out_root = Path(args.out_dir) / settings.key()  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
         report_dir = Path(args.reports_dir) / report

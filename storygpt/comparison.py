@@ -39,6 +39,10 @@ BUDGETS = {
 FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
 
 
+#: Settings that do not change training: left out of the settings' key and of the refusal of a run folder.
+MEASUREMENT = ("data_dir", "bits_chars", "block_chars")
+
+
 class CompareError(Exception):
     """A problem reported in one line: ``compare.py: error: MESSAGE``."""
 
@@ -66,24 +70,25 @@ class Settings:
     pretrain_args: list
     data_args: list
     forwarded: list = field(default_factory=list)  # pretrain.py flags forwarded from compare.py's (FORWARDED)
+    block_chars: int = 2000  # bits.py --block-chars (another one only measures the runs again)
 
     def key(self) -> str:
         """``cfg-`` and 8 hex digits of the sha256 of the training settings (not data_dir, not bits_chars)."""
         import hashlib
 
-        d = {k: v for k, v in asdict(self).items() if k not in ("data_dir", "bits_chars")}
+        d = {k: v for k, v in asdict(self).items() if k not in MEASUREMENT}
         return "cfg-" + hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
 
     def differences(self, other: dict) -> list[str]:
         """The training settings that differ from ``other`` (a stored :meth:`asdict`), as ``name: stored -> now``.
 
-        ``data_dir`` (the same folder may be named relatively or absolutely; the corpus name is compared)
-        and ``bits_chars`` (another --bits-chars only measures the runs again) are left out.
+        ``data_dir`` (the same folder may be named relatively or absolutely; the corpus name is compared),
+        ``bits_chars`` and ``block_chars`` (another value only measures the runs again) are left out.
         """
         mine = asdict(self)
         out = []
         for k, v in mine.items():
-            if k in ("data_dir", "bits_chars"):
+            if k in MEASUREMENT:
                 continue
             if other.get(k, [] if k == "forwarded" else None) != v:
                 out.append(f"{k}: {other.get(k)!r} -> {v!r}")
@@ -335,7 +340,8 @@ def finished(run: Run) -> bool:
 
 
 def measured(run: Run, settings: Settings) -> bool:
-    """True when bits.json is newer than the final checkpoint and measured --bits-chars characters."""
+    """True when bits.json is newer than the final checkpoint and measured --bits-chars characters in blocks of
+    --block-chars."""
     bits, ckpt = run.folder / "bits.json", run.folder / "ckpt.pt"
     if read_json_or_none(bits) is None or not ckpt.is_file():
         return False
@@ -343,8 +349,8 @@ def measured(run: Run, settings: Settings) -> bool:
     if stored.get("measured_chars", settings.bits_chars) != settings.bits_chars:
         return False
     row = ((read_json_or_none(bits) or {}).get("results") or [{}])[0]
-    if row.get("block_chars") != stored.get("block_chars", row.get("block_chars")):
-        return False
+    if row.get("block_chars") != settings.block_chars or not row.get("block_nats"):
+        return False  # measured before block losses were recorded, or with other blocks
     return bits.stat().st_mtime >= ckpt.stat().st_mtime
 
 

@@ -1114,7 +1114,7 @@ def session_run(s: Session, state: TrainState, args, threads: int, dtype, fresh:
             f"{s.heldout.characters:,} characters | {emb + non_emb:,} parameters ({non_emb:,} non-embedding), "
             f"{s.meta['config']['position']} positions | {s.tokens_per_step:,} tokens/step, "
             f"{s.flops_per_token:,} FLOPs/token | device {s.device}, {str(dtype).replace('torch.', '')}, "
-            f"{threads} threads x {s.dist.world} process(es)"
+            f"{threads} thread{'s' if threads != 1 else ''} x {s.dist.world} process{'es' if s.dist.world != 1 else ''}"
             + (f" | resumed at step {state.step}, {state.elapsed:.0f}s spent" if not fresh else "")
         )
     if args.compile and not nothing_left:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -126,6 +127,11 @@ def test_report_and_nothing_rerun(layout):
     assert calls[4][1][calls[4][1].index("--block-chars") + 1] == "1000"
     again, calls = fake(layout, name="again.jsonl")
     assert again.returncode == 0 and calls == [] and again.stdout.count("done before") == 3
+    # other blocks (or another --bits-chars) only measure the runs again
+    blocks, calls = fake(layout, "--block-chars", "2500", name="blocks.jsonl")
+    assert blocks.returncode == 0 and [t for t, _ in calls] == ["bits.py"] * 3
+    assert json.loads((layout["report"] / "results.json").read_text())["results"][0]["block_characters"] == [2500] * 2
+    fake(layout, name="back.jsonl")  # back to blocks of 1000 for the checks below
 
     rep = layout["report"]
     for name in ("bpc_vs_flops.png", "bpc_vs_vocab.png", "chars_per_token_vs_vocab.png", "curves.png"):
@@ -375,6 +381,10 @@ def test_compare_end_to_end(tmp_path):
         "4",
         "--bits-chars",
         "2000",
+        "--block-chars",
+        "500",
+        "--seeds",
+        "2",
         "--device",
         "cpu",
         "--pretrain-args",
@@ -383,25 +393,33 @@ def test_compare_end_to_end(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     first = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
-    rep = tmp_path / "reports" / "tiny-flops2e9"
+    rep = tmp_path / "reports" / "tiny-flops2e9-2seeds"
     rows = list(csv.DictReader((rep / "results.csv").open()))
-    assert [r["spec"] for r in rows] == ["byte", "bpe:300", "word:60"]
+    assert [r["spec"] for r in rows] == ["byte", "byte", "bpe:300", "bpe:300", "word:60", "word:60"]
+    assert [int(r["seed"]) for r in rows] == [1337, 1338] * 3
     assert {r["stop_reason"] for r in rows} == {"flops"}
     assert len({int(r["heldout_chars"]) for r in rows}) == 1
     for r in rows:
         assert abs(float(r["flops"]) - 2e9) <= float(r["flops"]) / int(r["steps"])  # stopped at the budget
         assert float(r["bits_per_char"]) > 0
-    assert float(rows[2]["unk_share"]) >= 0 and float(rows[0]["round_trip_share"]) == 1.0
+    assert rows[4]["lossy"] == "True" and float(rows[0]["round_trip_share"]) == 1.0
     for name in ("bpc_vs_flops.png", "bpc_vs_vocab.png", "chars_per_token_vs_vocab.png"):
         assert_png(rep / name)
-    assert len([ln for ln in (rep / "report.md").read_text().splitlines() if ln.startswith("| `")]) == 3
+    doc = json.loads((rep / "results.json").read_text())
+    for r in doc["results"]:
+        assert len(r["block_nats"]) == math.ceil(r["heldout_chars"] / 500) and r["block_characters"][0] == 500
+    for r in doc["results"]:  # the blocks add up to the whole measurement
+        total = sum(r["block_nats"]) / (math.log(2) * sum(r["block_characters"]))
+        assert total == pytest.approx(r["bits_per_char"], rel=1e-6)
+    (v,) = doc["verdicts"]
+    assert "word:60" in v["ineligible"] and v["best"] != "word:60"
     ckpts = sorted((tmp_path / "checkpoints").rglob("ckpt.pt"))
-    assert len(ckpts) == 3
+    assert len(ckpts) == 6
     before = {p: p.stat().st_mtime_ns for p in ckpts}
 
     second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert second.returncode == 0, second.stderr[-2000:]
-    assert second.stdout.count("done before") == 3
+    assert second.stdout.count("done before") == 6
     assert {p: p.stat().st_mtime_ns for p in ckpts} == before  # no training, no new checkpoint
 
 
