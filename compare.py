@@ -495,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
         notes = []
         for run in runs:
-            cpt = (read_json_or_none(data_dir / f"stats-{run.slug}.json") or {}).get("chars_per_token")
+            cpt = ((read_json_or_none(data_dir / f"stats-{run.slug}.json") or {}).get("splits") or {}).get("train", {})
+            cpt = cpt.get("chars_per_token") if isinstance(cpt, dict) else None
             steps = estimate_steps(run.budget, shape, vocab_size_of(data_dir, run.slug), batch, cpt)
             why = budget_warning(str(run.spec), run.budget, steps, warmup, MIN_EVALS)
             if why and why not in notes:

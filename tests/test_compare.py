@@ -25,9 +25,13 @@ from conftest import REPO, one_error_line, run_tool, tool_parser
 from fake_runs import FLOPS, write_fake_run
 
 from storygpt.comparison import (
+    CompareError,
     budget_label,
+    budget_warning,
     estimate_flops_per_token,
+    estimate_steps,
     eval_interval_for,
+    parse_budget_list,
     shape_of,
     stale_token_files,
 )
@@ -272,6 +276,24 @@ def test_eval_interval_estimate():
     assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None
     assert budget_label("budget_flops", 6e12) == "flops6e12"
     assert budget_label("minutes", 2.5) == "minutes2.5"
+
+
+def test_step_estimates_and_budget_warnings():
+    shape = {"n_layer": 3, "n_head": 4, "n_embd": 96, "block_size": 128}
+    # chars: 1e5 / (2 chars/token x 16 x 128 tokens/step) = 24.4 steps; tokens: 4096 / 2048 = 2
+    assert estimate_steps(("budget_chars", 1e5), shape, None, 16, 2.0) == pytest.approx(1e5 / 4096)
+    assert estimate_steps(("budget_tokens", 4096), shape, None, 16, None) == 2
+    assert estimate_steps(("minutes", 1), shape, 512, 16, None) is None
+    assert budget_warning("bpe:8192", ("budget_flops", 5e11), 34.2, 20, 3) is None
+    warn = budget_warning("bpe:8192", ("budget_flops", 5e11), 8.0, 20, 3)
+    assert warn == (
+        "warning: bpe:8192 gets about 8 optimizer steps from --budget-flops 5e11, fewer than its 20 warm-up "
+        "steps: it will be marked under-trained and never named best; --budget-flops 2.5e12 would give it about "
+        "40 steps"
+    )
+    assert parse_budget_list("--budget-flops", "1e12, 3e12,1e13") == [1e12, 3e12, 1e13]
+    with pytest.raises(CompareError, match="--minutes must be a positive number, got inf"):
+        parse_budget_list("--minutes", "1,inf")
 
 
 @pytest.mark.parametrize(
