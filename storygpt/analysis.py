@@ -136,11 +136,12 @@ class Correlation:
 
 
 def intrinsic_correlations(budget_groups: Sequence[Group]) -> list[Correlation]:
-    """For each of :data:`INTRINSIC`: rho over the tokenizers of one budget (mean bits/char of each), with the
-    exact permutation p-value when there are at most 8 tokenizers (None beyond)."""
+    """For each of :data:`INTRINSIC`: rho over the lossless tokenizers of one budget (mean bits/char of each; a
+    lossy model's bits/char leaves part of the text out), with the exact permutation p-value when there are
+    at most 8 tokenizers (None beyond); rho is nan when the measure is the same for every tokenizer."""
     out = []
     for m in INTRINSIC:
-        pts = [(getattr(g.runs[0], m, None), g.mean) for g in budget_groups]
+        pts = [(getattr(g.runs[0], m, None), g.mean) for g in budget_groups if not g.lossy]
         pts = [(x, y) for x, y in pts if x is not None and math.isfinite(x)]
         if len(pts) < 3:
             continue

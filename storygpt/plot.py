@@ -197,11 +197,14 @@ def short_number(v: float) -> str:
 
 
 def log_ticks(axis) -> None:
-    """Labelled ticks at 1, 2 and 5 times each power of 10 of a logarithmic axis (a lone power of 10 is not
-    enough to read a value off)."""
+    """Labelled ticks on a logarithmic axis (a lone power of 10 is not enough to read a value off): at 1, 2
+    and 5 times each power of 10, and at every multiple 1..9 when the data span less than a decade.
+    Call it after the data are drawn."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    lo, hi = sorted(axis.get_data_interval())
+    subs = (1.0, 2.0, 5.0) if lo > 0 and hi / lo >= 10 else tuple(float(k) for k in range(1, 10))
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _: short_number(v)))
     axis.set_minor_formatter(NullFormatter())
 

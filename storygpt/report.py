@@ -464,13 +464,17 @@ def intrinsic_section(gs, correlations) -> list[str]:
     if correlations:
         n = correlations[0].n
         lines.append(
-            f"Spearman's rank correlation with the mean bits/char over these {n} tokenizers (exact permutation "
-            "p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
+            f"Spearman's rank correlation with the mean bits/char over the {n} lossless tokenizers (exact "
+            "permutation p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
         )
         lines.append("")
         for c in correlations:
+            name = c.measure.replace("_", " ")
+            if math.isnan(c.rho):
+                lines.append(f"- {name}: the same for every tokenizer, no rank correlation")
+                continue
             p = "-" if c.p is None else f"{c.p:.2f}"
-            lines.append(f"- {c.measure.replace('_', ' ')}: rho {c.rho:+.2f} (p {p})")
+            lines.append(f"- {name}: rho {c.rho:+.2f} (p {p})")
         lines += [
             "",
             f"This is what it is: {n} tokenizers, one corpus, one small model and budget. With {n} points a "
@@ -479,7 +483,7 @@ def intrinsic_section(gs, correlations) -> list[str]:
             "over many more tokenizers, on translation).",
         ]
     else:
-        lines.append("Rank correlations need at least 3 tokenizers with these measures.")
+        lines.append("Rank correlations need at least 3 lossless tokenizers with these measures.")
     return lines + [""]
 
 

@@ -117,3 +117,14 @@ def test_verdict_and_sweep_from_groups(tmp_path):
     fit = sw.fits["a"]
     assert fit.alpha == pytest.approx(1.0, rel=1e-5) and fit.E == pytest.approx(2.2, rel=1e-5)
     np.testing.assert_allclose(fit(np.array([1e11, 2e11, 4e11])), [3.0, 2.6, 2.4], atol=1e-6)
+
+
+def test_intrinsic_correlations_leave_lossy_runs_out():
+    rs = [result("a", 1, 2.6), result("b", 1, 2.4), result("c", 1, 2.5), result("w", 1, 1.5, lossy=True)]
+    for r, cpt, eff in zip(rs, (1.0, 3.0, 2.0, 9.0), (0.3, 0.3, 0.3, 0.1)):
+        r.chars_per_token, r.renyi_efficiency = cpt, eff
+    by = {c.measure: c for c in analysis.intrinsic_correlations(analysis.groups(rs))}
+    # a, b, c: chars/token 1, 3, 2 against bits/char 2.6, 2.4, 2.5: a perfect inverse order; 2 of 3! orders as extreme
+    assert by["chars_per_token"].n == 3 and by["chars_per_token"].rho == pytest.approx(-1.0)
+    assert by["chars_per_token"].p == pytest.approx(2 / 6)
+    assert math.isnan(by["renyi_efficiency"].rho)  # the same for the three lossless tokenizers
