@@ -57,6 +57,7 @@ from storygpt.comparison import (
     stale_token_files,
     status_line,
     token_files,
+    train_chars_per_token,
     vocab_size_of,
 )
 from storygpt.heldout import DEFAULT_BLOCK_CHARS
@@ -294,7 +295,8 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
     cmd += shape_flags(args)
     if settings.batch_size is not None:
         cmd += ["--batch-size", str(settings.batch_size)]
-    interval = eval_interval_for(args, run.budget, shape, vocab_size_of(data_dir, run.slug))
+    cpt = train_chars_per_token(data_dir, run.slug)
+    interval = eval_interval_for(args, run.budget, shape, vocab_size_of(data_dir, run.slug), cpt)
     if interval is not None:
         cmd += ["--eval-interval", str(interval)]
     if args.device:
@@ -495,8 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
         notes = []
         for run in runs:
-            cpt = ((read_json_or_none(data_dir / f"stats-{run.slug}.json") or {}).get("splits") or {}).get("train", {})
-            cpt = cpt.get("chars_per_token") if isinstance(cpt, dict) else None
+            cpt = train_chars_per_token(data_dir, run.slug)
             steps = estimate_steps(run.budget, shape, vocab_size_of(data_dir, run.slug), batch, cpt)
             why = budget_warning(str(run.spec), run.budget, steps, warmup, MIN_EVALS)
             if why and why not in notes:

@@ -242,15 +242,25 @@ def estimate_steps(
     return None
 
 
-def eval_interval_for(args, budget: tuple[str, float], shape: dict | None, vocab_size: int | None) -> int | None:
-    """--eval-interval for one run: the user's, or about :data:`EVALS_PER_RUN` evaluations in a FLOPs budget
-    (every step when it has fewer steps than that)."""
+def eval_interval_for(
+    args, budget: tuple[str, float], shape: dict | None, vocab_size: int | None, chars_per_token: float | None = None
+) -> int | None:
+    """--eval-interval for one run: the user's, or about :data:`EVALS_PER_RUN` evaluations when its steps can
+    be estimated (FLOPs and tokens budgets; characters with the training split's ``chars_per_token``), every
+    step when it has fewer steps than that; None (pretrain.py's default) otherwise."""
     if args.eval_interval is not None:
         return args.eval_interval
-    steps = estimate_steps(budget, shape, vocab_size, args.batch_size or PRETRAIN_BATCH, None)
-    if budget[0] != "budget_flops" or steps is None:
+    steps = estimate_steps(budget, shape, vocab_size, args.batch_size or PRETRAIN_BATCH, chars_per_token)
+    if steps is None:
         return None
     return max(1, int(steps // EVALS_PER_RUN))
+
+
+def train_chars_per_token(data_dir: Path, slug: str) -> float | None:
+    """Characters per token of the training split, from data.py's ``stats-SLUG.json`` (None when absent)."""
+    split = ((read_json_or_none(data_dir / f"stats-{slug}.json") or {}).get("splits") or {}).get("train")
+    value = split.get("chars_per_token") if isinstance(split, dict) else None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def budget_warning(

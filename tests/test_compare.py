@@ -273,7 +273,10 @@ def test_eval_interval_estimate():
     assert estimate_flops_per_token(shape, 8192) == 7_151_616
     steps = 6e12 / (7_151_616 * 16 * 128)  # 409.6
     assert eval_interval_for(args, ("budget_flops", 6e12), shape, 8192) == int(steps // 10) == 40
-    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None
+    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None  # chars/token unknown
+    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192, 2.5) == int(1e7 / (2.5 * 2048) // 10) == 195
+    assert eval_interval_for(args, ("budget_tokens", 2048 * 25), shape, None) == 2
+    assert eval_interval_for(args, ("minutes", 5), shape, 8192) is None
     assert budget_label("budget_flops", 6e12) == "flops6e12"
     assert budget_label("minutes", 2.5) == "minutes2.5"
 
