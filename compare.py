@@ -2,15 +2,16 @@
 """Which tokenizer, and which vocabulary size, gives the better model for a compute budget?
 
     python compare.py                                        # 5 tokenizers, Shakespeare, 5e12 FLOPs each
-    python compare.py bpe:1024 bpe:4096 bpe:16384 --budget-flops 3e13 --preset small
-    python compare.py word:10000 bpe:8192 --train-file my.txt --minutes 5
+    python compare.py bpe:512 bpe:2048 --seeds 3             # mean, spread, paired-bootstrap intervals
+    python compare.py byte bpe:512 bpe:8192 --budget-flops 1e12,3e12,1e13 --seeds 2   # a sweep, fitted curves
+    python compare.py --rerun reports/shakespeare-flops5e12  # train a report's runs again
 
-For each tokenizer SPEC it runs, as subprocesses, ``data.py --tokenizer SPEC``
-(skipped when the token files are there), ``pretrain.py --tokenizer SPEC`` with
-the one model shape and the one budget (continued with ``--resume`` when a
-checkpoint is there, skipped when the run has finished) and ``bits.py --json``
-on the same held-out characters, then writes ``reports/NAME/``: report.md,
-results.csv, results.json and the plots.  See docs/compare.md.
+For each tokenizer SPEC, budget and seed it runs, as subprocesses, ``data.py --tokenizer SPEC`` (skipped
+when the token files are there; every tokenizer before any training), ``pretrain.py --tokenizer SPEC``
+with the one model shape, the budget and the seed (continued with ``--resume`` when a checkpoint is
+there, skipped when the run has finished; the thread count timed once per call) and ``bits.py --json
+--block-chars`` on the same held-out characters, then writes ``reports/NAME/``: report.md, results.csv,
+results.json and the plots.  See docs/compare.md.
 """
 
 from __future__ import annotations

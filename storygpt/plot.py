@@ -269,7 +269,7 @@ def plot_sweep(sw, path: str | os.PathLike, colours: dict[str, str], title: str 
             hollow = not g.eligible
             ax.scatter([xi], [yi], s=30, zorder=3, edgecolors=color, facecolors="white" if hollow else color)
         fit = sw.fits.get(spec)
-        if isinstance(fit, PowerLawFit):
+        if isinstance(fit, PowerLawFit) and not fit.at_bound:  # a fit at the edge of its range is not drawn
             cs = np.geomspace(fit.c_min, fit.c_max, 100)
             ax.plot(cs, fit(cs), color=color, linestyle="--", linewidth=1)
     for _a, _b, _lo, _hi, c in sw.crossovers:

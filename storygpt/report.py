@@ -418,7 +418,8 @@ def sweep_section(sw) -> list[str]:
                 else ", +- one standard error from the residuals"
             )
             if fit.at_bound:
-                how += "; alpha at the edge of its search range: do not trust this fit"
+                how += "; alpha at the edge of its search range: no power law fits these points, not drawn"
+                e, a = "-", f"{fit.alpha:.3f} (edge)"
             lines.append(f"| `{spec}` | {how} | {e} | {a} | {sci(fit.c_min)} .. {sci(fit.c_max)} |")
         else:
             lines.append(f"| `{spec}` | {fit} | - | - | - |")
