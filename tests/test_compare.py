@@ -166,7 +166,8 @@ def test_report_and_nothing_rerun(layout):
     cells = [c.strip() for c in table[1].strip("|").split("|")]
     assert cells[:4] == ["`bpe:512`", "flops1e11", "1337", "512"] and cells[13] == "2.4300" and cells[16] == "ok"
     assert [c.strip() for c in table[2].strip("|").split("|")][16] == "lossy"
-    assert "## The tokenizers by themselves" in md and "rho" in md
+    assert "## The tokenizers by themselves" in md and "Renyi efficiency (alpha 2.5)" in md
+    assert "Rank correlations need at least 3 lossless tokenizers" in md  # word:200 is lossy: 2 are left
 
 
 def test_no_lossy_run_no_lossy_section(layout):
