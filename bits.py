@@ -25,9 +25,10 @@ from storygpt.cli import ToolParser, check_ranges
 DEFAULT_CHARS = 2_000_000
 
 CAVEAT = (
-    "A word-level model does not have to predict what its tokenizer throws away: the spaces "
-    "between words, new lines and other white space, and the spelling of every word outside "
-    "its vocabulary (each becomes one <unk> prediction, however long the word). Its bits per "
+    "A lossy model (measured: some held-out document does not round-trip, or some token is <unk>; a "
+    "word-level model, or an hf: tokenizer that lower-cases) does not have to predict what its tokenizer "
+    "throws away: for a word-level model the spaces between words, new lines and other white space, and "
+    "the spelling of every word outside its vocabulary (each becomes one <unk> prediction). Its bits per "
     "character is therefore a lower bound on the cost of writing the text, not a fair win over "
     "a BPE model, which predicts every character (round-trip share 1.0). Compare the unk share "
     "and round-trip columns before reading the bits column."
@@ -56,6 +57,12 @@ columns:
   rtrip     share of documents with decode(encode(doc)) == doc
   bits/char bits per character (lower is better)
 """
+
+
+def is_lossy(round_trip_share: float, unknown_share: float) -> bool:
+    """A measured model is lossy when some held-out document does not come back from its tokens or some token is
+    ``<unk>``: its bits per character then leaves part of the text out (whatever the tokenizer's kind)."""
+    return round_trip_share < 1.0 or unknown_share > 0.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
         "parameters, tokens, characters_per_token, unknown_share, round_trip_share, bits_per_character, ...): "
         "--json alone prints it instead of the table; --json FILE writes it to FILE (atomically) and prints "
         "the table as well. Put --json after the checkpoints (or write --json=FILE)",
+    )
+    ap.add_argument(
+        "--block-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --json: also record the cross-entropy of every block of N held-out characters (the blocks "
+        "compare.py's paired bootstrap resamples; storygpt/heldout.py) and the tokenizer's own measures "
+        "(Renyi efficiency, vocabulary share used, mean token bytes)",
     )
     ap.add_argument(
         "--no-progress",
@@ -300,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint
         from storygpt.cli import show
-        from storygpt.evaluate import count_characters, evaluate_bits
+        from storygpt.evaluate import count_characters, evaluate_bits, token_stream
         from storygpt.runtime import pick_dtype, resolve_device
 
         device = resolve_device(args.device)
@@ -338,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
             progress = None
             if not args.no_progress:
                 progress = ProgressBar(name) if sys.stderr.isatty() else ProgressLines(name)
+            token_nats = None
+            if args.block_chars is not None:
+                import numpy as np
+
+                token_nats = np.zeros(len(token_stream(tok, docs)[0]) - 1)
             res = evaluate_bits(
                 model,
                 tok,
@@ -348,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 device=device,
                 dtype=dtype,
                 progress=progress,
+                token_nats=token_nats,
             )
             if isinstance(progress, ProgressBar):
                 progress.close()
@@ -364,8 +386,20 @@ def main(argv: list[str] | None = None) -> int:
                     block_size=block_size,
                     stride=stride or block_size,
                     **res.to_dict(),
+                    lossy=is_lossy(res.round_trip_share, res.unknown_share),
                 )
             )
+            if token_nats is not None:
+                from storygpt.heldout import block_losses, intrinsic_measures
+
+                blocks = block_losses(tok, docs, token_nats, args.block_chars)
+                rows[-1].update(
+                    block_chars=blocks.block_chars,
+                    block_nats=blocks.nats,
+                    block_characters=blocks.chars,
+                    blocks_exact=blocks.exact,
+                    **{k: v for k, v in intrinsic_measures(tok, docs).items() if k != "chars_per_token"},
+                )
             del model
             loaded[p] = (None, tok, ckpt)
             if device.startswith("cuda"):
@@ -391,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"bits.py: error: --json {args.json}: {e.strerror or e}", file=sys.stderr)
                 return 2
         print(format_table(rows))
-        if any(r["tokenizer"] == "word" for r in rows):
+        if any(r["lossy"] for r in rows):
             print("\n" + textwrap.fill("note: " + CAVEAT, 100))
     return 0
 

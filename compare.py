@@ -2,15 +2,16 @@
 """Which tokenizer, and which vocabulary size, gives the better model for a compute budget?
 
     python compare.py                                        # 5 tokenizers, Shakespeare, 5e12 FLOPs each
-    python compare.py bpe:1024 bpe:4096 bpe:16384 --budget-flops 3e13 --preset small
-    python compare.py word:10000 bpe:8192 --train-file my.txt --minutes 5
+    python compare.py bpe:512 bpe:2048 --seeds 3             # mean, spread, paired-bootstrap intervals
+    python compare.py byte bpe:512 bpe:8192 --budget-flops 1e12,3e12,1e13 --seeds 2   # a sweep, fitted curves
+    python compare.py --rerun reports/shakespeare-flops5e12  # train a report's runs again
 
-For each tokenizer SPEC it runs, as subprocesses, ``data.py --tokenizer SPEC``
-(skipped when the token files are there), ``pretrain.py --tokenizer SPEC`` with
-the one model shape and the one budget (continued with ``--resume`` when a
-checkpoint is there, skipped when the run has finished) and ``bits.py --json``
-on the same held-out characters, then writes ``reports/NAME/``: report.md,
-results.csv, results.json and the plots.  See docs/compare.md.
+For each tokenizer SPEC, budget and seed it runs, as subprocesses, ``data.py --tokenizer SPEC`` (skipped
+when the token files are there; every tokenizer before any training), ``pretrain.py --tokenizer SPEC``
+with the one model shape, the budget and the seed (continued with ``--resume`` when a checkpoint is
+there, skipped when the run has finished; the thread count timed once per call) and ``bits.py --json
+--block-chars`` on the same held-out characters, then writes ``reports/NAME/``: report.md, results.csv,
+results.json and the plots.  See docs/compare.md.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from storygpt import toolrun
+from storygpt import probe, provenance, toolrun
+from storygpt.analysis import MIN_EVALS
 from storygpt.atomic import write_text
 from storygpt.cli import ToolParser, check_ranges, show
 from storygpt.comparison import (
@@ -33,14 +35,17 @@ from storygpt.comparison import (
     DEFAULT_BUDGET_FLOPS,
     DEFAULT_SPECS,
     EVALS_PER_RUN,
+    PRETRAIN_BATCH,
     CompareError,
     Run,
     Settings,
     budget_label,
     budget_of,
+    budget_warning,
     check_run_folder,
     collect,
     corpus_name,
+    estimate_steps,
     eval_interval_for,
     finished,
     measured,
@@ -53,12 +58,20 @@ from storygpt.comparison import (
     stale_token_files,
     status_line,
     token_files,
+    train_chars_per_token,
     vocab_size_of,
 )
+from storygpt.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 
 HERE = Path(__file__).resolve().parent
 PROG = "compare.py"
+#: compare.py flags passed on to every pretrain.py run as they are: attribute -> pretrain.py flag.  A new
+#: pretrain.py setting that a comparison must vary goes here (and in build_parser); it is part of the
+#: settings that name the folder of runs, and it is recorded in each run's compare.json.
+FORWARDED = {"recipe": "--recipe"}
+#: pretrain.py's defaults that the pre-training guard needs (when --pretrain-args does not set them).
+PRETRAIN_WARMUP = 20
 
 
 # ------------------------------------------------------------------ command line
@@ -90,17 +103,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports-dir", default="reports", help="root folder of the reports")
     p.add_argument("--out-dir", default="checkpoints/compare", help="root folder of the comparison's run folders")
 
-    g = p.add_argument_group("budget (one of them; the same for every tokenizer)")
+    p.add_argument(
+        "--rerun",
+        metavar="REPORT",
+        help="train every run of a report again (its folder reports/NAME, or its results.json) in new run folders, "
+        "with the same command, and compare the figures with the report's; writes reports/NAME-rerun",
+    )
+
+    g = p.add_argument_group(
+        "budget (one kind; the same for every tokenizer; a comma-separated list is a sweep: every tokenizer at "
+        "every budget)"
+    )
     g.add_argument(
         "--budget-flops",
-        type=float,
-        metavar="F",
-        help="training FLOPs per run (equal compute; FLOPs per token as docs/training.md counts them). "
-        f"Default {number(DEFAULT_BUDGET_FLOPS)} when no budget is given",
+        metavar="F[,F...]",
+        help="training FLOPs per run (equal compute; FLOPs per token as docs/training.md counts them), e.g. "
+        f"1e12,3e12,1e13. Default {number(DEFAULT_BUDGET_FLOPS)} when no budget is given",
     )
-    g.add_argument("--budget-chars", type=float, metavar="C", help="characters of training text per run (equal data)")
-    g.add_argument("--budget-tokens", type=float, metavar="T", help="training tokens per run")
-    g.add_argument("--minutes", type=float, metavar="M", help="wall-clock minutes per run (depends on the machine)")
+    g.add_argument("--budget-chars", metavar="C[,C...]", help="characters of training text per run (equal data)")
+    g.add_argument("--budget-tokens", metavar="T[,T...]", help="training tokens per run")
+    g.add_argument("--minutes", metavar="M[,M...]", help="wall-clock minutes per run (depends on the machine)")
 
     g = p.add_argument_group("model shape (the same for every tokenizer; passed to pretrain.py)")
     g.add_argument(
@@ -114,7 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--block-size", type=int, metavar="N", help="context length in tokens")
     g.add_argument("--batch-size", type=int, metavar="N", help="windows per optimizer step (default: pretrain.py's)")
     g.add_argument("--learned", action="store_true", help="learned absolute positions instead of rotary ones")
-    g.add_argument("--seed", type=int, default=1337, help="random seed of every run")
+    g.add_argument("--seed", type=int, default=1337, help="the first training seed; the others follow it")
+    g.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="train each tokenizer at each budget with N seeds (SEED, SEED+1, ...); the report gives the mean, "
+        "the spread and bootstrap intervals over seeds and held-out blocks",
+    )
+    g.add_argument(
+        "--recipe",
+        help="pretrain.py --recipe for every run (forwarded as it is; see FORWARDED in compare.py)",
+    )
     g.add_argument(
         "--eval-interval",
         type=int,
@@ -157,7 +191,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="held-out characters bits.py measures, the first N of the validation split, the same for every run "
         "(0: all of it)",
     )
+    g.add_argument(
+        "--block-chars",
+        type=int,
+        default=DEFAULT_BLOCK_CHARS,
+        metavar="N",
+        help="characters per held-out block of the paired bootstrap (the same blocks for every model)",
+    )
     g.add_argument("--device", help="torch device for pretrain.py and bits.py (default: theirs, auto)")
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="CPU threads of every pretrain.py and bits.py run (0: time 1 thread against all cores once, before "
+        "the first training run, and use the faster for every run)",
+    )
     g.add_argument("--verbose", action="store_true", help="show the tools' output instead of only writing it to logs")
     return p
 
@@ -201,11 +250,31 @@ def prepare_data(run: Run, args, settings: Settings, data_dir: Path) -> bool:
     return True
 
 
-def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, shape: dict | None) -> str:
-    """pretrain.py for this tokenizer: fresh, or --resume from its checkpoint; returns 'trained' or 'resumed'."""
+def forwarded_flags(args) -> list[str]:
+    """The :data:`FORWARDED` flags compare.py was given, as pretrain.py flags."""
+    out = []
+    for attr, flag in FORWARDED.items():
+        value = getattr(args, attr, None)
+        if value is not None:
+            out += [flag, str(value)]
+    return out
+
+
+def pretrain_setting(pretrain_args: list[str], flag: str, default):
+    """The value of ``flag`` in --pretrain-args (its last one), else ``default``."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(flag, type=type(default))
+    known, _ = p.parse_known_args(pretrain_args)
+    value = getattr(known, flag.lstrip("-").replace("-", "_"))
+    return default if value is None else value
+
+
+def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, shape: dict | None, threads) -> str:
+    """pretrain.py for this run: fresh, or --resume from its checkpoint; returns 'trained' or 'resumed'."""
     from tqdm import tqdm
 
-    flag, key, unit = BUDGETS[settings.budget]
+    key_name, value = run.budget
+    flag, key, unit = BUDGETS[key_name]
     resume = (run.folder / "ckpt.pt").is_file()
     cmd = python_tool("pretrain.py") + [
         "--data",
@@ -217,9 +286,9 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
         "--run-name",
         run.folder.name,
         flag,
-        f"{settings.budget_value:g}",
+        f"{value:g}",
         "--seed",
-        str(settings.seed),
+        str(run.seed),
         "--no-progress",
     ]
     if settings.position == "rope":
@@ -227,24 +296,30 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
     cmd += shape_flags(args)
     if settings.batch_size is not None:
         cmd += ["--batch-size", str(settings.batch_size)]
-    interval = eval_interval_for(
-        args, (settings.budget, settings.budget_value), shape, vocab_size_of(data_dir, run.slug)
-    )
+    cpt = train_chars_per_token(data_dir, run.slug)
+    interval = eval_interval_for(args, run.budget, shape, vocab_size_of(data_dir, run.slug), cpt)
     if interval is not None:
         cmd += ["--eval-interval", str(interval)]
     if args.device:
         cmd += ["--device", args.device]
-    cmd += settings.pretrain_args
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    cmd += settings.forwarded + settings.pretrain_args
     cmd.append("--resume" if resume else "--force")
     run.folder.mkdir(parents=True, exist_ok=True)
-    write_text(
-        run.folder / "compare.json",
-        json.dumps({"spec": str(run.spec), "settings": asdict(settings)}, indent=2) + "\n",
+    record = read_json_or_none(run.folder / "compare.json") or {}
+    record.update(
+        spec=str(run.spec),
+        settings=asdict(settings),
+        budget=list(run.budget),
+        seed=run.seed,
+        warmup_steps=pretrain_setting(settings.pretrain_args, "--warmup-steps", PRETRAIN_WARMUP),
     )
-    total = settings.budget_value * (60.0 if settings.budget == "minutes" else 1.0)
+    write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
+    total = value * (60.0 if key_name == "minutes" else 1.0)
     bar = tqdm(
         total=total,
-        desc=f"  {run.spec}",
+        desc=f"  {run.label}",
         unit="s" if key == "elapsed" else "",
         unit_scale=key != "elapsed",
         leave=False,
@@ -252,6 +327,7 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
         file=sys.stderr,
         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} " + unit + " [{elapsed}<{remaining}]",
     )
+    cpu0 = provenance.children_cpu()
     try:
         rc = toolrun.run_tool(cmd, run.log, args.verbose, toolrun.MetricsTail(run.folder / "metrics.jsonl", key), bar)
     finally:
@@ -263,32 +339,82 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
             f"pretrain.py ended for {run.spec} but {run.folder / 'summary.json'} does not say its budget is spent "
             f"(log: {run.log})"
         )
+    record["provenance"] = {
+        **provenance.environment(HERE),
+        "cpu_time": (record.get("provenance") or {}).get("cpu_time", 0.0) + provenance.children_cpu() - cpu0,
+        "token_files": provenance.token_fingerprints(token_files(data_dir, run.slug)),
+        "command": ["pretrain.py", *cmd[2:]],
+    }
+    write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
     return "resumed" if resume else "trained"
 
 
-def measure(run: Run, args, settings: Settings) -> None:
-    """bits.py on the final checkpoint, writing run/bits.json."""
+def measure(run: Run, args, settings: Settings, threads) -> None:
+    """bits.py on the final checkpoint, writing run/bits.json (with the held-out block losses)."""
     cmd = python_tool("bits.py") + [
         str(run.folder / "ckpt.pt"),
         "--chars",
         str(settings.bits_chars),
+        "--block-chars",
+        str(args.block_chars),
         "--json",
         str(run.folder / "bits.json"),
         "--no-progress",
     ]
     if args.device:
         cmd += ["--device", args.device]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     rc = toolrun.run_tool(cmd, run.log, args.verbose)
     if rc != 0:
         raise tool_failed("bits.py", run, rc)
     record = read_json_or_none(run.folder / "compare.json") or {"spec": str(run.spec), "settings": asdict(settings)}
     record["measured_chars"] = settings.bits_chars
+    record["block_chars"] = args.block_chars
     write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------ checks before any training
+def check_arguments(args) -> None:
+    """Refuse values that cannot work together, naming them (before anything runs; single values: RANGES)."""
+    if args.seed < 0 or args.seed + args.seeds - 1 > 2**63 - 1:
+        raise CompareError(f"--seed {args.seed} with --seeds {args.seeds}: seeds must lie in 0 .. 2**63-1")
+    if args.bits_chars and args.bits_chars < 2 * args.block_chars:
+        raise CompareError(
+            f"--bits-chars {args.bits_chars} holds fewer than 2 blocks of --block-chars {args.block_chars}: "
+            "the bootstrap needs at least 2"
+        )
+    if args.train_file and not Path(args.train_file).is_file():
+        raise CompareError(f"--train-file {args.train_file}: no such file")
+
+
+def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> int | None:
+    """The thread count of every run: --threads, or --pretrain-args' --threads, or timed once here."""
+    if args.threads:
+        return args.threads
+    if "--threads" in " ".join(settings.pretrain_args):
+        return None  # the user's pretrain.py flag is passed as it is
+    from storygpt.runtime import usable_cores
+
+    cores = usable_cores()
+    if cores <= 1 or (args.device or "cpu") != "cpu" or shape is None:
+        return 1 if cores <= 1 else None
+    t0 = time.perf_counter()
+    threads, timings = probe.probe_threads(
+        shape, max(vocab_sizes or [256]), settings.batch_size or PRETRAIN_BATCH, [1, cores], not args.learned
+    )
+    print(
+        "threads: timed "
+        + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
+        + f" per training step (once, {duration_since(t0)}, charged to no budget); every run uses {threads}",
+        flush=True,
+    )
+    return threads
 
 
 # ------------------------------------------------------------------ main
 # allowed values (storygpt.cli.check_ranges); --bits-chars 0: all of the held-out text
-RANGES = {"bits_chars": (0, None)}
+RANGES = {"bits_chars": (0, None), "seeds": (1, None), "block_chars": (1, None), "threads": (0, None)}
 RANGES |= dict.fromkeys(("n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_interval"), (1, None))
 
 
@@ -297,18 +423,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
+    if args.rerun:
+        return rerun(args.rerun, argv)
     t_start = time.perf_counter()
     try:
+        check_arguments(args)
         specs = parse_specs(args.specs or list(DEFAULT_SPECS))
-        budget = budget_of(args)
-        if args.train_file and not Path(args.train_file).is_file():
-            raise CompareError(f"--train-file {args.train_file}: no such file")
+        budget_key, budget_values = budget_of(args)
         try:
             pretrain_args, data_args = shlex.split(args.pretrain_args), shlex.split(args.data_args)
         except ValueError as e:
             raise CompareError(f"--pretrain-args/--data-args: {e}") from None
         corpus = corpus_name(args)
-        report = args.report or f"{corpus}-{budget_label(*budget)}"
+        default_name = f"{corpus}-{budget_label(budget_key, budget_values[0])}" + "".join(
+            f"-{number(v)}" for v in budget_values[1:]
+        )
+        if args.seeds > 1:
+            default_name += f"-{args.seeds}seeds"
+        report = args.report or default_name
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", report) or report in (".", ".."):
             raise CompareError(f"--report {report!r}: use letters, digits, '.', '_' and '-' only (a folder name)")
         shape = shape_of(args)
@@ -320,53 +452,82 @@ def main(argv: list[str] | None = None) -> int:
             preset=args.preset,
             shape=shape_flags(args),
             batch_size=args.batch_size,
-            seed=args.seed,
-            budget=budget[0],
-            budget_value=budget[1],
             bits_chars=args.bits_chars,
             pretrain_args=pretrain_args,
             data_args=data_args,
+            forwarded=forwarded_flags(args),
+            block_chars=args.block_chars,
         )
-        out_root = Path(args.out_dir) / report  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
+        out_root = Path(args.out_dir) / settings.key()  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
         report_dir = Path(args.reports_dir) / report
+        seeds = [args.seed + i for i in range(args.seeds)]
         runs = []
         for spec in specs:
             try:
                 slug = spec.slug
             except (FileNotFoundError, ValueError) as e:
                 raise CompareError(str(e)) from None
-            folder = out_root / corpus / f"{settings.position}-{slug}"
-            runs.append(Run(spec, slug, folder, report_dir / "logs" / f"{slug}.log"))
+            for value in budget_values:
+                for seed in seeds:
+                    name = f"{settings.position}-{slug}-{budget_label(budget_key, value)}-s{seed}"
+                    folder = out_root / corpus / name
+                    runs.append(Run(spec, slug, folder, report_dir / "logs" / f"{slug}.log", (budget_key, value), seed))
         for run in runs:
             check_run_folder(run, settings)
 
-        unit = BUDGETS[budget[0]][2]
+        unit = BUDGETS[budget_key][2]
         print(
-            f"compare: {len(runs)} tokenizer{'s' if len(runs) != 1 else ''} ({' '.join(str(r.spec) for r in runs)}) on {corpus}, "
-            f"{number(budget[1])} {unit} each -> {report_dir}",
+            f"compare: {len(specs)} tokenizer{'s' if len(specs) != 1 else ''} ({' '.join(map(str, specs))}) on {corpus}, "
+            f"{', '.join(number(v) for v in budget_values)} {unit} each, {args.seeds} seed{'s' if args.seeds != 1 else ''}"
+            f": {len(runs)} runs -> {report_dir}",
             flush=True,
         )
+        todo = [r for r in runs if not (finished(r) and measured(r, settings))]
+        # data first for every tokenizer, then the budget warnings, then one thread probe: all before training
+        for spec in dict.fromkeys(r.spec for r in todo if not finished(r)):
+            first = next(r for r in todo if r.spec == spec)
+            t1 = time.perf_counter()
+            if prepare_data(first, args, settings, data_dir):
+                print(f"data for {spec}: {duration_since(t1)}", flush=True)
+        warmup = pretrain_setting(pretrain_args, "--warmup-steps", PRETRAIN_WARMUP)
+        batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
+        notes = []
+        for run in runs:
+            cpt = train_chars_per_token(data_dir, run.slug)
+            steps = estimate_steps(run.budget, shape, vocab_size_of(data_dir, run.slug), batch, cpt)
+            why = budget_warning(str(run.spec), run.budget, steps, warmup, MIN_EVALS)
+            if why and why not in notes:
+                notes.append(why)
+                print(why, flush=True)
+        threads = None
+        if any(not finished(r) for r in todo):
+            sizes = [v for v in (vocab_size_of(data_dir, r.slug) for r in todo) if v]
+            threads = chosen_threads(args, settings, shape, sizes)
+        elif todo:
+            threads = args.threads or None
+
         for i, run in enumerate(runs, 1):
             t0 = time.perf_counter()
-            if finished(run) and measured(run, settings):
+            if run not in todo:
                 print(status_line(i, len(runs), run, "done before"), flush=True)
                 continue
-            print(f"[{i}/{len(runs)}] {str(run.spec):<14} ...", flush=True)
+            print(f"[{i}/{len(runs)}] {run.label:<24} ...", flush=True)
             did = []
             if not finished(run):
                 t1 = time.perf_counter()
                 if prepare_data(run, args, settings, data_dir):
                     did.append(f"data {duration_since(t1)}")
                 t1 = time.perf_counter()
-                how = train(run, args, settings, data_dir, out_root, shape)
+                how = train(run, args, settings, data_dir, out_root, shape, threads)
                 did.append(f"{how} {duration_since(t1)}")
             t1 = time.perf_counter()
-            measure(run, args, settings)
+            measure(run, args, settings, threads)
             did.append(f"measured {duration_since(t1)}")
             print(status_line(i, len(runs), run, ", ".join(did), time.perf_counter() - t0), flush=True)
 
         results, curves = collect(runs)
-        meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv)
+        meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values)
+        meta.notes += [n.removeprefix("warning: ") for n in notes]
         from storygpt.report import markdown_table, write_report
 
         try:
@@ -388,29 +549,71 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def rerun(report: str, argv: list[str]) -> int:
+    """``compare.py --rerun REPORT``: the report's command again, every run trained afresh in new folders
+    (``--out-dir OUT_DIR/rerun``), then each run's bits/char beside the report's."""
+    path = Path(report)
+    path = path / "results.json" if path.is_dir() else path
+    doc = read_json_or_none(path)
+    if doc is None or not isinstance((doc.get("meta") or {}).get("argv"), list):
+        print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
+        return 2
+    old = [a for a in doc["meta"]["argv"]]
+    if len(argv) > 2:
+        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(argv)})", file=sys.stderr)
+        return 2
+    parsed = build_parser().parse_args(old)
+    name = (parsed.report or doc["meta"]["name"]) + "-rerun"
+    new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
+    rc = main(new_argv)
+    if rc != 0:
+        return rc
+    again = read_json_or_none(Path(parsed.reports_dir) / name / "results.json") or {}
+    before = {(r["spec"], r.get("budget"), r.get("seed")): r["bits_per_char"] for r in doc.get("results", [])}
+    print("\nrun (tokenizer, budget, seed)        report    rerun  difference")
+    for r in again.get("results", []):
+        key = (r["spec"], r.get("budget"), r.get("seed"))
+        if key in before:
+            d = r["bits_per_char"] - before[key]
+            print(f"{' '.join(map(str, key)):<34} {before[key]:.4f}  {r['bits_per_char']:.4f}  {d:+.4f}")
+    return 0
+
+
 def duration_since(t0: float) -> str:
     from storygpt.report import duration
 
     return duration(time.perf_counter() - t0)
 
 
-def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
+def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values):
     from storygpt.report import ReportMeta
 
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
-    source = show(bits.get("text", data_dir / "valid.txt"))  # relative to the working directory when below it
+    text_path = Path(bits.get("text", data_dir / "valid.txt"))
+    source = show(text_path)  # relative to the working directory when below it
+    blocks = f"; the bootstrap's blocks: {args.block_chars:,} characters"
     if settings.bits_chars == 0 or n < settings.bits_chars:
-        heldout = f"all {n:,} characters of {source}, the same for every tokenizer"
+        heldout = f"all {n:,} characters of {source}, the same for every tokenizer{blocks}"
     else:
-        heldout = f"the first {n:,} characters of {source}, the same for every tokenizer"
-    unit = BUDGETS[settings.budget][2]
-    budget = f"{number(settings.budget_value)} {unit}" + (
-        " (equal compute)" if settings.budget == "budget_flops" else ""
+        heldout = f"the first {n:,} characters of {source}, the same for every tokenizer{blocks}"
+    key = BUDGETS[budget_key_of(results)]
+    unit = key[2]
+    budget = f"{', '.join(number(v) for v in budget_values)} {unit}" + (
+        " (equal compute)" if unit == "training FLOPs" else ""
     )
-    notes = []
-    if any(r.kind == "word" for r in results):
-        notes.append("a word-level model's bits per character leaves out what its tokenizer drops (see above).")
+    threads = sorted({r.threads for r in results if r.threads is not None})
+    procs = sorted({r.processes for r in results if r.processes is not None}) or [1]
+    dtypes = sorted({r.dtype for r in results if r.dtype})
+    devices = sorted({r.device for r in results if r.device})
+    hardware = (
+        f"{'/'.join(map(str, threads)) or '?'} thread{'s' if threads != [1] else ''} x "
+        f"{'/'.join(map(str, procs))} process{'es' if procs != [1] else ''} per run"
+        + (f", {', '.join(devices)}" if devices else "")
+        + (f", {', '.join(dtypes)}" if dtypes else "")
+    )
+    env = provenance.environment(HERE)
+    env["heldout_sha256"] = provenance.sha256_of(text_path) if text_path.is_file() else None
     return ReportMeta(
         name=report,
         corpus=corpus,
@@ -419,8 +622,22 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv):
         budget=budget,
         heldout=heldout,
         command=shlex.join(["python", PROG, *argv]),
-        notes=notes,
+        notes=[],
+        seeds=seeds,
+        budgets=budget_values,
+        hardware=hardware,
+        argv=argv,
+        provenance=env,
     )
+
+
+def budget_key_of(results) -> str:
+    """The budget kind of the report's runs (their label's prefix)."""
+    label = results[0].budget or "flops"
+    for key, short in (("budget_flops", "flops"), ("budget_chars", "chars"), ("budget_tokens", "tokens")):
+        if label.startswith(short):
+            return key
+    return "minutes"
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import argparse
 import json
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 #: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
@@ -39,6 +39,10 @@ BUDGETS = {
 FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
 
 
+#: Settings that do not change training: left out of the settings' key and of the refusal of a run folder.
+MEASUREMENT = ("data_dir", "bits_chars", "block_chars")
+
+
 class CompareError(Exception):
     """A problem reported in one line: ``compare.py: error: MESSAGE``."""
 
@@ -50,9 +54,10 @@ def number(value: float) -> str:
 
 @dataclass
 class Settings:
-    """What every run of one comparison shares; stored in each run folder's compare.json.
-
-    A run folder made with other settings is not reused (:func:`check_run_folder`).
+    """What every run of one comparison shares (each run adds its budget and seed); stored in each run
+    folder's compare.json.  Runs with equal settings share a folder of runs (:meth:`key`), so a sweep
+    reuses the runs of earlier sweeps; a run folder made with other settings is refused
+    (:func:`check_run_folder`).
     """
 
     corpus: str
@@ -61,25 +66,31 @@ class Settings:
     preset: str | None
     shape: list  # pretrain.py flags: --preset and/or the shape flags
     batch_size: int | None
-    seed: int
-    budget: str  # a key of BUDGETS
-    budget_value: float
     bits_chars: int
     pretrain_args: list
     data_args: list
+    forwarded: list = field(default_factory=list)  # pretrain.py flags forwarded from compare.py's (FORWARDED)
+    block_chars: int = 2000  # bits.py --block-chars (another one only measures the runs again)
+
+    def key(self) -> str:
+        """``cfg-`` and 8 hex digits of the sha256 of the training settings (not data_dir, not bits_chars)."""
+        import hashlib
+
+        d = {k: v for k, v in asdict(self).items() if k not in MEASUREMENT}
+        return "cfg-" + hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
 
     def differences(self, other: dict) -> list[str]:
         """The training settings that differ from ``other`` (a stored :meth:`asdict`), as ``name: stored -> now``.
 
-        ``data_dir`` (the same folder may be named relatively or absolutely; the corpus name is compared)
-        and ``bits_chars`` (another --bits-chars only measures the runs again) are left out.
+        ``data_dir`` (the same folder may be named relatively or absolutely; the corpus name is compared),
+        ``bits_chars`` and ``block_chars`` (another value only measures the runs again) are left out.
         """
         mine = asdict(self)
         out = []
         for k, v in mine.items():
-            if k in ("data_dir", "bits_chars"):
+            if k in MEASUREMENT:
                 continue
-            if other.get(k) != v:
+            if other.get(k, [] if k == "forwarded" else None) != v:
                 out.append(f"{k}: {other.get(k)!r} -> {v!r}")
         return out
 
@@ -103,21 +114,41 @@ def parse_specs(texts: list[str]) -> list:
     return specs
 
 
-def budget_of(args) -> tuple[str, float]:
-    """The one budget given (key of :data:`BUDGETS`, value); FLOPs by default.
+def parse_budget_list(flag: str, text: str) -> list[float]:
+    """``"1e12,3e12,1e13" -> [1e12, 3e12, 1e13]``: positive finite numbers, no repeats, in the order given.
 
     Raises:
-        CompareError: several budgets, or one that is not a positive finite number.
+        CompareError: naming the flag and the value that cannot work.
+    """
+    values = []
+    for part in str(text).split(","):
+        try:
+            v = float(part)
+        except ValueError:
+            raise CompareError(f"{flag} {text}: {part.strip()!r} is not a number") from None
+        if not (math.isfinite(v) and v > 0):
+            raise CompareError(f"{flag} must be a positive number, got {part.strip() or repr(part)}")
+        if v in values:
+            raise CompareError(f"{flag} {text}: {part.strip()} is given twice")
+        values.append(v)
+    return values
+
+
+def budget_of(args) -> tuple[str, list[float]]:
+    """The one kind of budget given (key of :data:`BUDGETS`) and its values (a sweep when several); FLOPs
+    by default.
+
+    Raises:
+        CompareError: several kinds of budget, or a value that is not a positive finite number.
     """
     given = [k for k in BUDGETS if getattr(args, k) is not None]
     if len(given) > 1:
         flags = ", ".join(BUDGETS[k][0] for k in given)
         raise CompareError(f"give one budget, not several ({flags}): every tokenizer gets the same one")
-    key = given[0] if given else "budget_flops"
-    value = getattr(args, key) if given else DEFAULT_BUDGET_FLOPS
-    if not (math.isfinite(value) and value > 0):
-        raise CompareError(f"{BUDGETS[key][0]} must be a positive number, got {value:g}")
-    return key, float(value)
+    if not given:
+        return "budget_flops", [DEFAULT_BUDGET_FLOPS]
+    key = given[0]
+    return key, parse_budget_list(BUDGETS[key][0], getattr(args, key))
 
 
 def budget_label(key: str, value: float) -> str:
@@ -193,16 +224,59 @@ def estimate_flops_per_token(shape: dict, vocab_size: int) -> float:
     return 6 * 12 * L * d * d + 12 * L * T * d + 6 * d * vocab_size
 
 
-def eval_interval_for(args, budget: tuple[str, float], shape: dict | None, vocab_size: int | None) -> int | None:
-    """--eval-interval for one run: the user's, or about :data:`EVALS_PER_RUN` evaluations in a FLOPs budget."""
+def estimate_steps(
+    budget: tuple[str, float], shape: dict | None, vocab_size: int | None, batch: int, chars_per_token: float | None
+) -> float | None:
+    """Optimizer steps a run will take within ``budget`` (None when it cannot be known: a wall-clock budget,
+    an unknown shape or vocabulary)."""
+    key, value = budget
+    if shape is None:
+        return None
+    tokens_per_step = batch * shape["block_size"]
+    if key == "budget_flops" and vocab_size is not None:
+        return value / (estimate_flops_per_token(shape, vocab_size) * tokens_per_step)
+    if key == "budget_tokens":
+        return value / tokens_per_step
+    if key == "budget_chars" and chars_per_token:
+        return value / (chars_per_token * tokens_per_step)
+    return None
+
+
+def eval_interval_for(
+    args, budget: tuple[str, float], shape: dict | None, vocab_size: int | None, chars_per_token: float | None = None
+) -> int | None:
+    """--eval-interval for one run: the user's, or about :data:`EVALS_PER_RUN` evaluations when its steps can
+    be estimated (FLOPs and tokens budgets; characters with the training split's ``chars_per_token``), every
+    step when it has fewer steps than that; None (pretrain.py's default) otherwise."""
     if args.eval_interval is not None:
         return args.eval_interval
-    key, value = budget
-    if key != "budget_flops" or shape is None or vocab_size is None:
+    steps = estimate_steps(budget, shape, vocab_size, args.batch_size or PRETRAIN_BATCH, chars_per_token)
+    if steps is None:
         return None
-    tokens_per_step = (args.batch_size or PRETRAIN_BATCH) * shape["block_size"]
-    steps = value / (estimate_flops_per_token(shape, vocab_size) * tokens_per_step)
-    return max(10, int(steps // EVALS_PER_RUN))
+    return max(1, int(steps // EVALS_PER_RUN))
+
+
+def train_chars_per_token(data_dir: Path, slug: str) -> float | None:
+    """Characters per token of the training split, from data.py's ``stats-SLUG.json`` (None when absent)."""
+    split = ((read_json_or_none(data_dir / f"stats-{slug}.json") or {}).get("splits") or {}).get("train")
+    value = split.get("chars_per_token") if isinstance(split, dict) else None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def budget_warning(
+    spec: str, budget: tuple[str, float], steps: float | None, warmup: int, min_evals: int
+) -> str | None:
+    """The warning compare.py prints before training when ``budget`` gives ``spec`` fewer optimizer steps
+    than its warm-up (it will be marked under-trained), with the budget that gives it twice the warm-up."""
+    if steps is None or steps >= warmup:
+        return None
+    key, value = budget
+    want = max(2 * warmup, min_evals)
+    return (
+        f"warning: {spec} gets about {steps:.0f} optimizer steps from {BUDGETS[key][0]} {number(value)}, fewer than "
+        f"its {warmup} warm-up steps: it will be marked under-trained and never named best; "
+        f"{BUDGETS[key][0]} {number(value * want / max(steps, 1e-9))} would give it about {want} steps"
+    )
 
 
 # ------------------------------------------------------------------ runs
@@ -214,6 +288,13 @@ class Run:
     slug: str
     folder: Path
     log: Path
+    budget: tuple = ("budget_flops", DEFAULT_BUDGET_FLOPS)  # (key of BUDGETS, value)
+    seed: int = 1337
+
+    @property
+    def label(self) -> str:
+        """``bpe:512 @1e12 s1337``: SPEC, budget, seed (for progress lines)."""
+        return f"{self.spec} @{number(self.budget[1])} s{self.seed}"
 
 
 def token_files(data_dir: Path, slug: str) -> list[Path]:
@@ -249,6 +330,12 @@ def check_run_folder(run: Run, settings: Settings) -> None:
     stored = read_json_or_none(run.folder / "compare.json")
     if stored is not None:
         diff = settings.differences(stored.get("settings", {}))
+        for name, mine, theirs in (
+            ("budget", list(run.budget), stored.get("budget")),
+            ("seed", run.seed, stored.get("seed")),
+        ):
+            if theirs is not None and theirs != mine:
+                diff.append(f"{name}: {theirs!r} -> {mine!r}")
         if diff:
             raise CompareError(
                 f"run folder {run.folder} was made with other settings ({'; '.join(diff)}); "
@@ -263,13 +350,17 @@ def finished(run: Run) -> bool:
 
 
 def measured(run: Run, settings: Settings) -> bool:
-    """True when bits.json is newer than the final checkpoint and measured --bits-chars characters."""
+    """True when bits.json is newer than the final checkpoint and measured --bits-chars characters in blocks of
+    --block-chars."""
     bits, ckpt = run.folder / "bits.json", run.folder / "ckpt.pt"
     if read_json_or_none(bits) is None or not ckpt.is_file():
         return False
     stored = read_json_or_none(run.folder / "compare.json") or {}
     if stored.get("measured_chars", settings.bits_chars) != settings.bits_chars:
         return False
+    row = ((read_json_or_none(bits) or {}).get("results") or [{}])[0]
+    if row.get("block_chars") != settings.block_chars or not row.get("block_nats"):
+        return False  # measured before block losses were recorded, or with other blocks
     return bits.stat().st_mtime >= ckpt.stat().st_mtime
 
 
@@ -314,7 +405,7 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
     bits.json (steps, tokens, characters, FLOPs, training time, held-out bits/char) and ``seconds`` in all."""
     from storygpt.report import duration, human, sci
 
-    head = f"[{i}/{n}] {str(run.spec):<14}"
+    head = f"[{i}/{n}] {run.label:<24}"
     s = read_json_or_none(run.folder / "summary.json") or {}
     b = read_json_or_none(run.folder / "bits.json") or {}
     row = (b.get("results") or [{}])[0]
@@ -339,8 +430,10 @@ def collect(runs: list[Run]):
     results, curves = [], []
     for run in runs:
         try:
-            results.append(result_from_files(str(run.spec), run.slug, run.folder))
-            curves.append(run_curve(run.folder, str(run.spec)))
+            curve = run_curve(run.folder, str(run.spec))
+            budget = (budget_label(*run.budget), run.budget[1])
+            results.append(result_from_files(str(run.spec), run.slug, run.folder, len(curve), budget))
+            curves.append(curve)
         except (ReportError, MetricsError, FileNotFoundError) as e:
             raise CompareError(str(e)) from None
     texts = {(read_json_or_none(r.folder / "bits.json") or {}).get("text") for r in runs}

@@ -278,6 +278,7 @@ def window_nats(
     device: Any = "cpu",
     progress: Callable[[int], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    token_nats: np.ndarray | None = None,
 ) -> float | None:
     """Total cross-entropy (nats, summed in float64) of the targets ``windows`` score in ``stream``.
 
@@ -285,7 +286,8 @@ def window_nats(
     caller sets inference mode and autocast.  ``stream``: the (N,) int64 CPU tensor of :func:`token_stream`;
     ``windows``: ``(begin, end, first_scored)`` of :func:`scoring_windows` (any subset), batched
     ``batch_size`` at a time by length; ``progress(targets scored)`` and ``stop()`` are called after each
-    batch, and None is returned when ``stop()`` is True.  Raises ValueError as :func:`evaluate_bits`.
+    batch, and None is returned when ``stop()`` is True; ``token_nats``, when given, receives each scored
+    target's nats at its index - 1 (as :func:`evaluate_bits` says).  Raises ValueError as :func:`evaluate_bits`.
     """
     import torch
 
@@ -305,6 +307,9 @@ def window_nats(
             firsts = torch.tensor([f for _, _, f in batch])
             keep = ((starts[:, None] + offsets + 1) >= firsts[:, None]).to(nll.device)
             total += float(nll[keep].double().sum())
+            if token_nats is not None:  # target index j (stream token j) goes to token_nats[j - 1]
+                at = (starts[:, None] + offsets)[keep.cpu()]
+                token_nats[at.numpy()] = nll[keep].double().cpu().numpy()
             scored += int(keep.sum())
             if progress is not None:
                 progress(scored)
@@ -324,6 +329,7 @@ def evaluate_bits(
     device: Any = "cpu",
     dtype: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    token_nats: np.ndarray | None = None,
 ) -> BitsResult:
     """Measure ``model`` in bits per character on ``documents``.
 
@@ -349,6 +355,9 @@ def evaluate_bits(
         dtype: compute dtype under ``torch.autocast`` (None or float32: none);
             the cross-entropy is always computed in float32 and summed in float64.
         progress: called after each batch with ``(targets scored so far, all targets)``.
+        token_nats: when given, a float64 array of length ``tokens`` (the predicted tokens: the stream
+            minus its leading eot) that receives each token's cross-entropy in nats, in stream order
+            (:mod:`storygpt.heldout` sums them into character blocks for the bootstrap).
 
     Returns:
         a :class:`BitsResult`; ``.bits_per_character`` is
@@ -372,6 +381,8 @@ def evaluate_bits(
     n_targets = len(stream) - 1
     if n_targets <= 0:
         raise ValueError("the text encodes to no tokens to predict")
+    if token_nats is not None and token_nats.shape != (n_targets,):
+        raise ValueError(f"token_nats has shape {token_nats.shape}, expected ({n_targets},)")
     round_trip = sum(1 for d, ids in zip(documents, per_doc) if tokenizer.decode(ids) == d)
     unk = getattr(tokenizer, "unk_id", None)
     n_unk = int((stream[1:] == unk).sum()) if unk is not None else 0
@@ -390,6 +401,7 @@ def evaluate_bits(
                 batch_size=batch_size,
                 device=device,
                 progress=None if progress is None else (lambda k: progress(k, n_targets)),
+                token_nats=token_nats,
             )
     finally:
         if was_training:

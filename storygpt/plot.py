@@ -52,6 +52,9 @@ class Curve:
         chars: characters of training text seen.
         elapsed: wall-clock seconds since the run started (evaluations included).
         bpc: held-out bits per character (lower is better).
+        color: a matplotlib colour (None: the curve's place in the list picks one).
+        linestyle: ``-`` a normal run, ``--`` an under-trained one, ``:`` a lossy one (compare.py's report).
+        band_low, band_high: the lowest and highest bits/char over seeds at each point (drawn as a band).
     """
 
     label: str
@@ -60,6 +63,10 @@ class Curve:
     chars: list[float] = field(default_factory=list)
     elapsed: list[float] = field(default_factory=list)
     bpc: list[float] = field(default_factory=list)
+    color: str | None = None
+    linestyle: str = "-"
+    band_low: list[float] | None = None
+    band_high: list[float] | None = None
 
     def __len__(self) -> int:
         return len(self.bpc)
@@ -179,6 +186,105 @@ def _use_log(values: Sequence[float], span: float = 10.0) -> bool:
     return max(values) >= span * min(values)
 
 
+def short_number(v: float) -> str:
+    """A tick label: ``2e12 -> '2e12'``, ``500 -> '500'``, ``1.5e6 -> '1.5e6'``."""
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e4:
+        return f"{v:g}"
+    mant, exp = f"{v:.1e}".split("e")
+    return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+
+
+def log_ticks(axis) -> None:
+    """Labelled ticks on a logarithmic axis (a lone power of 10 is not enough to read a value off): at 1, 2
+    and 5 times each power of 10, and at every multiple 1..9 when the data span less than a decade.
+    Call it after the data are drawn."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    lo, hi = sorted(axis.get_data_interval())
+    subs = (1.0, 2.0, 5.0) if lo > 0 and hi / lo >= 10 else tuple(float(k) for k in range(1, 10))
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: short_number(v)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def colours_for(labels: Sequence[str]) -> dict[str, str]:
+    """One colour per label (a tokenizer SPEC), in order, kept across every plot of a report."""
+    return {lab: f"C{i % 10}" for i, lab in enumerate(dict.fromkeys(labels))}
+
+
+def style_curves(curves: Sequence[Curve], results: Sequence, colours: dict[str, str]) -> list[Curve]:
+    """One curve per tokenizer and budget: the mean over its seeds (``results[i]`` belongs to ``curves[i]``)
+    with a band from the lowest to the highest seed, its tokenizer's colour, dashed when under-trained,
+    dotted when lossy.  Seeds are lined up by evaluation (equal budgets evaluate at the same steps); the
+    mean is taken over the evaluations every seed has."""
+    groups: dict[tuple, list] = {}
+    for c, r in zip(curves, results):
+        if len(c):
+            groups.setdefault((r.budget_value, r.spec), []).append((c, r))
+    several_budgets = len({b for b, _ in groups}) > 1
+    out = []
+    for (budget, spec), members in groups.items():
+        n = min(len(c) for c, _ in members)
+        cs = [c for c, _ in members]
+        mean = lambda key: [sum(getattr(c, key)[i] for c in cs) / len(cs) for i in range(n)]  # noqa: E731
+        label = spec + (f" @{short_number(budget)}" if several_budgets and budget else "")
+        under = any(r.under_trained for _, r in members)
+        lossy = any(r.lossy for _, r in members)
+        label += " (under-trained)" if under else ""
+        label += " (lossy)" if lossy else ""
+        curve = Curve(label, step=cs[0].step[:n], flops=mean("flops"), chars=mean("chars"), elapsed=mean("elapsed"))
+        curve.bpc = mean("bpc")
+        curve.color = colours.get(spec)
+        curve.linestyle = ":" if lossy else "--" if under else "-"
+        if len(cs) > 1:
+            curve.band_low = [min(c.bpc[i] for c in cs) for i in range(n)]
+            curve.band_high = [max(c.bpc[i] for c in cs) for i in range(n)]
+        out.append(curve)
+    return out
+
+
+def plot_sweep(sw, path: str | os.PathLike, colours: dict[str, str], title: str | None = None) -> Path:
+    """Final bits/char against training FLOPs per tokenizer over the budgets of a sweep (storygpt.analysis.Sweep):
+    the mean at each budget with a bar from the lowest to the highest seed, the fitted curve where there is one
+    (dashed, only over the compute it was fitted on), crossovers as grey vertical lines; under-trained or lossy
+    points hollow."""
+    import numpy as np
+
+    from storygpt.stats import PowerLawFit
+
+    fig = _canvas()
+    ax = fig.subplots()
+    xs_all = []
+    for spec, gs in sw.series.items():
+        color = colours.get(spec)
+        x = [g.flops for g in gs]
+        y = [g.mean for g in gs]
+        lo = [g.mean - min(g.bpc) for g in gs]
+        hi = [max(g.bpc) - g.mean for g in gs]
+        xs_all += x
+        ax.errorbar(x, y, yerr=[lo, hi], color=color, linestyle="-", linewidth=1, capsize=3, label=spec)
+        for g, xi, yi in zip(gs, x, y):
+            hollow = not g.eligible
+            ax.scatter([xi], [yi], s=30, zorder=3, edgecolors=color, facecolors="white" if hollow else color)
+        fit = sw.fits.get(spec)
+        if isinstance(fit, PowerLawFit) and not fit.at_bound:  # a fit at the edge of its range is not drawn
+            cs = np.geomspace(fit.c_min, fit.c_max, 100)
+            ax.plot(cs, fit(cs), color=color, linestyle="--", linewidth=1)
+    for _a, _b, _lo, _hi, c in sw.crossovers:
+        ax.axvline(c, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xscale("log")
+    log_ticks(ax.xaxis)
+    ax.set_xlabel("training FLOPs")
+    ax.set_ylabel("final " + BPC_LABEL)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", title="hollow: under-trained or lossy; dashed: fit", title_fontsize="x-small")
+    if title:
+        ax.set_title(title)
+    return save_png(fig, path)
+
+
 def plot_curves(
     curves: Sequence[Curve],
     path: str | os.PathLike,
@@ -213,8 +319,6 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
             raise ValueError(f"unknown x axis {a!r}; expected one of {', '.join(X_AXES)}")
     if not any(len(c) for c in curves):
         raise ValueError("nothing to plot: no run has an evaluation with held-out bits per character yet")
-    from matplotlib.ticker import NullFormatter
-
     fig = _canvas()
     fig.set_size_inches(max(6.4, 4.2 * len(axes) + 0.6), 4.4)
     panels = fig.subplots(1, len(axes), sharey=True, squeeze=False)[0]
@@ -224,10 +328,15 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
         for i, c in enumerate(curves):
             xs = getattr(c, key)
             xs_all += xs
-            ax.plot(xs, c.bpc, marker="o", markersize=3, linewidth=1.5, color=f"C{i % 10}", label=c.label)
-        if log and _use_log(xs_all):
+            color = c.color or f"C{i % 10}"
+            ax.plot(
+                xs, c.bpc, marker="o", markersize=3, linewidth=1.5, color=color, linestyle=c.linestyle, label=c.label
+            )
+            if c.band_low is not None and c.band_high is not None:
+                ax.fill_between(xs, c.band_low, c.band_high, color=color, alpha=0.2, linewidth=0)
+        if log and _use_log(xs_all, span=3.0):
             ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())  # labels only at powers of 10: they never overlap
+            log_ticks(ax.xaxis)
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     panels[0].set_ylabel(BPC_LABEL)
@@ -247,9 +356,11 @@ def plot_points(
     ylabel: str,
     title: str | None = None,
     logx: bool = True,
+    colours: Sequence[str] | None = None,
 ) -> Path:
     """:func:`points_figure` written to the PNG ``path``; returns ``path``."""
-    return save_png(points_figure(labels, xs, ys, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx), path)
+    fig = points_figure(labels, xs, ys, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx, colours=colours)
+    return save_png(fig, path)
 
 
 def points_figure(
@@ -261,6 +372,7 @@ def points_figure(
     ylabel: str,
     title: str | None = None,
     logx: bool = True,
+    colours: Sequence[str] | None = None,
 ):
     """A scatter plot with every point labelled (e.g. final bits/char against vocabulary size).
 
@@ -276,19 +388,20 @@ def points_figure(
     """
     if not len(labels) == len(xs) == len(ys):
         raise ValueError(f"plot_points: {len(labels)} labels, {len(xs)} x values and {len(ys)} y values")
+    colours = list(colours) if colours is not None else [f"C{i % 10}" for i in range(len(labels))]
     keep = [
-        (lab, float(x), float(y))
-        for lab, x, y in zip(labels, xs, ys)
+        (lab, float(x), float(y), col)
+        for lab, x, y, col in zip(labels, xs, ys, colours)
         if x is not None and y is not None and math.isfinite(float(x)) and math.isfinite(float(y))
     ]
     if not keep:
         raise ValueError("nothing to plot: no point has finite coordinates")
     fig = _canvas()
     ax = fig.subplots()
-    for i, (lab, x, y) in enumerate(keep):
-        ax.scatter([x], [y], color=f"C{i % 10}", zorder=3)
+    for lab, x, y, col in keep:
+        ax.scatter([x], [y], color=col, zorder=3)
         ax.annotate(lab, (x, y), textcoords="offset points", xytext=(5, 5), fontsize="small")
-    if logx and _use_log([x for _, x, _ in keep], span=4.0):
+    if logx and _use_log([x for _, x, _, _ in keep], span=4.0):
         from matplotlib.ticker import FuncFormatter
 
         ax.set_xscale("log", base=2)

@@ -44,7 +44,7 @@ REPORT_FILES = (
     "bpc_vs_vocab.png",
     "chars_per_token_vs_vocab.png",
     "curves.png",
-)
+)  # and bpc_vs_compute.png with several budgets
 
 
 class ReportError(ValueError):
@@ -77,6 +77,16 @@ class RunResult:
         chars_per_token: heldout_chars / heldout_tokens.
         unk_share: share of the held-out tokens that are ``<unk>`` (0 for byte-level tokenizers).
         round_trip_share: share of held-out documents with ``decode(encode(doc)) == doc``.
+        seed, budget, budget_value: the run's training seed and budget (``flops1e12``, 1e12).
+        warmup_steps, evals: its learning-rate warm-up steps and held-out evaluations.
+        under_trained: fewer steps than the warm-up or fewer than analysis.MIN_EVALS evaluations.
+        lossy: round trip below 1 or a ``<unk>`` share above 0 (measured, whatever the kind).
+        renyi_efficiency, vocab_used_share, mean_token_bytes: the tokenizer's own measures on the
+            held-out text (storygpt.heldout).
+        lr, batch_windows, dtype, threads, processes, device, recipe, cpu_time: how it was trained.
+        block_nats, block_characters: cross-entropy per held-out character block (the bootstrap's data;
+            in results.json, not in results.csv).
+        provenance: versions, commit, fingerprints and every pretrain.py flag (results.json only).
     """
 
     spec: str
@@ -88,7 +98,7 @@ class RunResult:
     params_non_embedding: int | None
     steps: int
     tokens: int
-    chars: float
+    chars: int
     flops: float
     elapsed: float
     train_time: float | None
@@ -100,6 +110,27 @@ class RunResult:
     chars_per_token: float
     unk_share: float
     round_trip_share: float
+    seed: int | None = None
+    budget: str = ""
+    budget_value: float | None = None
+    warmup_steps: int | None = None
+    evals: int = 0
+    under_trained: bool = False
+    lossy: bool = False
+    renyi_efficiency: float | None = None
+    vocab_used_share: float | None = None
+    mean_token_bytes: float | None = None
+    lr: float | None = None
+    batch_windows: int | None = None
+    dtype: str | None = None
+    threads: int | None = None
+    processes: int | None = None
+    device: str | None = None
+    recipe: str | None = None
+    cpu_time: float | None = None
+    block_nats: list | None = None
+    block_characters: list | None = None
+    provenance: dict | None = None
 
     @property
     def kind(self) -> str:
@@ -131,15 +162,24 @@ def _need(d: dict, key: str, path: Path):
     return d[key]
 
 
-def result_from_files(spec: str, slug: str, run_dir: str | os.PathLike) -> RunResult:
-    """Join ``run_dir/summary.json`` and ``run_dir/bits.json`` into a :class:`RunResult`.
+def result_from_files(
+    spec: str, slug: str, run_dir: str | os.PathLike, evals: int = 0, budget: tuple | None = None
+) -> RunResult:
+    """Join ``run_dir/summary.json``, ``run_dir/bits.json`` and (when there) ``run_dir/compare.json`` into a
+    :class:`RunResult`; ``evals``: the run's held-out evaluations; ``budget``: (label, value).
 
     Raises:
         ReportError: a missing file or field (named), or a bits.json with no row or several.
     """
+    from storygpt.analysis import MIN_EVALS
+
     run_dir = Path(run_dir)
     sp, bp = run_dir / "summary.json", run_dir / "bits.json"
     s, b = read_json(sp), read_json(bp)
+    cmp_path = run_dir / "compare.json"
+    c = read_json(cmp_path) if cmp_path.is_file() else {}
+    args = s.get("args") or {}
+    warmup = args.get("warmup_steps", c.get("warmup_steps"))
     rows = b.get("results")
     if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
         raise ReportError(f"{bp}: expected one result row, got {len(rows) if isinstance(rows, list) else 'none'}")
@@ -154,7 +194,7 @@ def result_from_files(spec: str, slug: str, run_dir: str | os.PathLike) -> RunRe
         params_non_embedding=s.get("params_non_embedding"),
         steps=int(_need(s, "steps", sp)),
         tokens=int(_need(s, "tokens", sp)),
-        chars=float(_need(s, "chars", sp)),
+        chars=round(float(_need(s, "chars", sp))),
         flops=float(_need(s, "flops", sp)),
         elapsed=float(_need(s, "elapsed", sp)),
         train_time=s.get("train_time"),
@@ -166,6 +206,27 @@ def result_from_files(spec: str, slug: str, run_dir: str | os.PathLike) -> RunRe
         chars_per_token=float(_need(r, "characters_per_token", bp)),
         unk_share=float(r.get("unknown_share") or 0.0),
         round_trip_share=float(_need(r, "round_trip_share", bp)),
+        seed=args.get("seed", c.get("seed")),
+        budget=(budget or ("", None))[0],
+        budget_value=(budget or ("", None))[1],
+        warmup_steps=warmup,
+        evals=evals,
+        under_trained=(warmup is not None and int(s["steps"]) < warmup) or evals < MIN_EVALS,
+        lossy=float(_need(r, "round_trip_share", bp)) < 1.0 or float(r.get("unknown_share") or 0.0) > 0.0,
+        renyi_efficiency=r.get("renyi_efficiency"),
+        vocab_used_share=r.get("vocab_used_share"),
+        mean_token_bytes=r.get("mean_token_bytes"),
+        lr=args.get("lr"),
+        batch_windows=s.get("batch_windows"),
+        dtype=s.get("dtype"),
+        threads=s.get("threads"),
+        processes=s.get("processes"),
+        device=s.get("device"),
+        recipe=args.get("recipe"),
+        cpu_time=(c.get("provenance") or {}).get("cpu_time"),
+        block_nats=r.get("block_nats"),
+        block_characters=r.get("block_characters"),
+        provenance={**(c.get("provenance") or {}), "pretrain_args": args, "config": s.get("config")},
     )
 
 
@@ -182,6 +243,11 @@ class ReportMeta:
         heldout: the held-out text, in words (which file, how many characters).
         command: the command line that made the report.
         notes: extra lines for the report (warnings).
+        seeds: the training seeds of every tokenizer; budgets: the budget values (a sweep when several).
+        hardware: threads, processes, device and dtype in words (``1 thread x 1 process, cpu, bfloat16``).
+        argv: compare.py's arguments (``compare.py --rerun`` runs them again).
+        provenance: what made the report (storygpt version, git commit and whether the tree was dirty,
+            torch and Python versions, the held-out text's sha256).
     """
 
     name: str
@@ -192,6 +258,11 @@ class ReportMeta:
     heldout: str
     command: str = ""
     notes: list[str] = field(default_factory=list)
+    seeds: list = field(default_factory=list)
+    budgets: list = field(default_factory=list)
+    hardware: str = ""
+    argv: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- formatting
@@ -231,12 +302,16 @@ def _params(r: RunResult) -> str:
     return f"{human(r.params_embedding)} + {human(r.params_non_embedding)}"
 
 
-#: The Markdown table: header -> cell of a row.
+#: The Markdown table of every run: header -> cell of a row.
 TABLE = (
     ("tokenizer", lambda r: f"`{r.spec}`"),
+    ("budget", lambda r: r.budget or "-"),
+    ("seed", lambda r: "-" if r.seed is None else str(r.seed)),
     ("vocab", lambda r: f"{r.vocab_size:,}"),
     ("params (embedding + rest)", _params),
     ("held-out chars/token", lambda r: f"{r.chars_per_token:.3f}"),
+    ("steps", lambda r: f"{r.steps:,}"),
+    ("evals", lambda r: str(r.evals)),
     ("tokens seen", lambda r: human(r.tokens)),
     ("chars seen", lambda r: human(r.chars)),
     ("FLOPs", lambda r: sci(r.flops)),
@@ -245,7 +320,17 @@ TABLE = (
     ("held-out bits/char", lambda r: f"{r.bits_per_char:.4f}"),
     ("unk", lambda r: f"{r.unk_share:.2%}"),
     ("round trip", lambda r: f"{r.round_trip_share:.2f}"),
+    ("status", lambda r: status_of(r)),
 )
+
+#: RunResult fields left out of results.csv (lists and dicts: they are in results.json).
+CSV_LEFT_OUT = ("block_nats", "block_characters", "provenance")
+
+
+def status_of(r) -> str:
+    """``ok``, ``under-trained``, ``lossy`` or both (what keeps a run from being named best)."""
+    flags = [f for f, on in (("under-trained", r.under_trained), ("lossy", r.lossy)) if on]
+    return ", ".join(flags) or "ok"
 
 
 def markdown_table(results: Sequence[RunResult]) -> str:
@@ -257,38 +342,224 @@ def markdown_table(results: Sequence[RunResult]) -> str:
 
 
 def csv_text(results: Sequence[RunResult]) -> str:
-    """The results as CSV: a header of :class:`RunResult` field names, then one line per run."""
-    names = [f.name for f in fields(RunResult)]
+    """The results as CSV: a header of :class:`RunResult` field names (less :data:`CSV_LEFT_OUT`), then one
+    line per run; counts are integers."""
+    names = [f.name for f in fields(RunResult) if f.name not in CSV_LEFT_OUT]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     w.writeheader()
     for r in results:
-        w.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
+        w.writerow({k: ("" if v is None else v) for k, v in asdict(r).items() if k in names})
     return buf.getvalue()
 
 
+def _interval(iv) -> str:
+    if iv is None:
+        return "no interval (no block losses)"
+    return f"{iv.diff:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}]"
+
+
+def summary_section(gs, v, several_seeds: bool) -> list[str]:
+    """One budget: mean (and spread) per tokenizer, the difference from the best with its interval, and the
+    sentence that names a winner or says which tokenizers cannot be told apart."""
+    lines = [
+        "| tokenizer | runs | mean bits/char | spread (sd over seeds) | minus the best, 95% interval | status |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in sorted(gs, key=lambda g: g.mean):
+        diff = "(best)" if v.best is g else _interval(v.intervals.get(g.spec))
+        spread = "-" if g.spread is None else f"{g.spread:.4f}"
+        flags = [f for f, on in (("under-trained", g.under_trained), ("lossy", g.lossy)) if on]
+        lines.append(f"| `{g.spec}` | {len(g.runs)} | {g.mean:.4f} | {spread} | {diff} | {', '.join(flags) or 'ok'} |")
+    lines.append("")
+    if v.best is None:
+        lines.append("No tokenizer can be named best: every run is under-trained or lossy.")
+    elif v.winner is not None:
+        others = [g.spec for g in gs if g is not v.best and g.eligible]
+        lines.append(
+            f"**Lowest held-out bits per character: `{v.winner}`** ({v.best.mean:.4f}); its difference from "
+            + (", ".join(f"`{s}`" for s in others) if others else "no other eligible tokenizer")
+            + " has a 95% interval that excludes zero."
+        )
+    else:
+        lines.append(
+            f"No winner: the lowest mean is `{v.best.spec}` ({v.best.mean:.4f}), but the 95% interval of its "
+            "difference from " + ", ".join(f"`{s}`" for s in v.tied) + " includes zero (or could not be computed): "
+            "this comparison cannot tell them apart."
+        )
+    if v.ineligible:
+        lines.append(
+            "Never named best here: "
+            + ", ".join(f"`{s}`" for s in v.ineligible)
+            + " (under-trained or lossy; see the status column)."
+        )
+    if not several_seeds:
+        lines.append(
+            "With one seed per tokenizer the interval resamples the held-out text only; it says nothing about "
+            "how another training seed would do (`--seeds 3` adds that)."
+        )
+    return lines
+
+
+def sweep_section(sw) -> list[str]:
+    """Budget sweep: the fitted curves (or why there are none) and the crossovers."""
+    from storygpt.stats import PowerLawFit
+
+    lines = ["## Bits per character against compute", "", "![bits/char against training FLOPs](bpc_vs_compute.png)", ""]
+    lines.append("| tokenizer | fit L(C) = E + A C^-alpha | E | alpha | range of C fitted |")
+    lines.append("|---|---|---:|---:|---:|")
+    for spec, fit in sw.fits.items():
+        if isinstance(fit, PowerLawFit):
+            e = f"{fit.E:.3f}" + (f" +- {fit.E_se:.3f}" if fit.E_se is not None else "")
+            a = f"{fit.alpha:.3f}" + (f" +- {fit.alpha_se:.3f}" if fit.alpha_se is not None else "")
+            how = f"{fit.n} points" + (
+                ", as many parameters as budgets: it passes through the means, no uncertainty"
+                if fit.E_se is None
+                else ", +- one standard error from the residuals"
+            )
+            if fit.at_bound:
+                how += "; alpha at the edge of its search range: no power law fits these points, not drawn"
+                e, a = "-", f"{fit.alpha:.3f} (edge)"
+            lines.append(f"| `{spec}` | {how} | {e} | {a} | {sci(fit.c_min)} .. {sci(fit.c_max)} |")
+        else:
+            lines.append(f"| `{spec}` | {fit} | - | - | - |")
+    lines += [
+        "",
+        "The curves are drawn only over the compute they were fitted on; E is the curve's limit at infinite "
+        "compute, an extrapolation far outside the data, not a prediction.",
+        "",
+    ]
+    if sw.crossovers:
+        for a, b, lo, hi, c in sw.crossovers:
+            lines.append(
+                f"- `{a}` and `{b}` change order between budgets {number_words(lo)} and {number_words(hi)} "
+                f"(about {sci(c)} FLOPs, linear in log compute between the two means)."
+            )
+    else:
+        lines.append("- No two tokenizers change order between the budgets (by their mean bits/char).")
+    return lines + [""]
+
+
+def number_words(x: float) -> str:
+    from storygpt.comparison import number
+
+    return number(x)
+
+
+def intrinsic_section(gs, correlations) -> list[str]:
+    """The tokenizers' own measures on the held-out text and their rank correlation with bits/char."""
+    lines = [
+        "## The tokenizers by themselves",
+        "",
+        "| tokenizer | chars/token | Renyi efficiency (alpha 2.5) | vocabulary used | mean token bytes | mean bits/char |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in sorted(gs, key=lambda g: g.mean):
+        r = g.runs[0]
+        fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
+        lines.append(
+            f"| `{g.spec}` | {r.chars_per_token:.3f} | {fmt(r.renyi_efficiency, '.3f')} | "
+            f"{fmt(r.vocab_used_share, '.1%')} | {fmt(r.mean_token_bytes, '.2f')} | {g.mean:.4f} |"
+        )
+    lines.append("")
+    if correlations:
+        n = correlations[0].n
+        lines.append(
+            f"Spearman's rank correlation with the mean bits/char over the {n} lossless tokenizers (exact "
+            "permutation p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
+        )
+        lines.append("")
+        for c in correlations:
+            name = c.measure.replace("_", " ")
+            if math.isnan(c.rho):
+                lines.append(f"- {name}: the same for every tokenizer, no rank correlation")
+                continue
+            p = "-" if c.p is None else f"{c.p:.2f}"
+            lines.append(f"- {name}: rho {c.rho:+.2f} (p {p})")
+        lines += [
+            "",
+            f"This is what it is: {n} tokenizers, one corpus, one small model and budget. With {n} points a "
+            f"perfect rank correlation arises by chance with probability {2 / math.factorial(n):.3f}; it does "
+            "not show that the measure predicts bits/char elsewhere (Zouhar et al. 2023 report their correlation "
+            "over many more tokenizers, on translation).",
+        ]
+    else:
+        lines.append("Rank correlations need at least 3 lossless tokenizers with these measures.")
+    return lines + [""]
+
+
+def provenance_section(meta: ReportMeta) -> list[str]:
+    p = meta.provenance
+    lines = ["## Provenance", ""]
+    for k in ("storygpt", "commit", "dirty", "torch", "python", "platform", "heldout_sha256"):
+        if k in p:
+            lines.append(f"- {k.replace('_', ' ')}: `{p[k]}`")
+    lines += [
+        "",
+        "Per run (results.json, `provenance` and the columns of results.csv): the commit, torch version, device, "
+        "dtype, threads and processes it was trained with, every pretrain.py flag (learning rate, batch, warm-up, "
+        "seed, recipe), the fingerprints of its token files, FLOPs per token, steps, tokens, characters, wall and "
+        f"CPU time. `python compare.py --rerun {'reports/' + meta.name}` trains every run again in new run folders "
+        "and compares the figures.",
+        "",
+    ]
+    return lines
+
+
+def budgets_of(gs) -> list:
+    return sorted({g.budget for g in gs}, key=lambda b: (b is None, b or 0))
+
+
+def verdict_dict(v) -> dict:
+    """A :class:`storygpt.analysis.Verdict` as JSON."""
+    return {
+        "budget": v.budget,
+        "best": v.best.spec if v.best else None,
+        "best_mean": v.best.mean if v.best else None,
+        "winner": v.winner,
+        "tied": v.tied,
+        "ineligible": v.ineligible,
+        "intervals": {k: (asdict(iv) if iv is not None else None) for k, iv in v.intervals.items()},
+    }
+
+
 def render_markdown(results: Sequence[RunResult], meta: ReportMeta) -> str:
-    """``report.md``: the settings, the table, the plots, how to read them."""
-    best = min(results, key=lambda r: r.bits_per_char) if results else None
+    """``report.md``: the settings, the verdict per budget, the sweep, the tokenizers' measures, every run."""
+    from storygpt import analysis
+
+    gs = analysis.groups(results)
     lines = [
         f"# Tokenizer comparison: {meta.name}",
         "",
         f"- corpus: `{meta.corpus}` ({meta.data_dir})",
         f"- model: {meta.model}",
         f"- budget per run: {meta.budget}",
+        f"- seeds per tokenizer: {len(meta.seeds) or 1}"
+        + (f" ({', '.join(map(str, meta.seeds))})" if meta.seeds else ""),
         f"- held-out text: {meta.heldout}",
     ]
+    if meta.hardware:
+        lines.append(f"- hardware: {meta.hardware}")
     if meta.command:
         lines.append(f"- command: `{meta.command}`")
     if results:
         lines.append(f"- training wall time, all runs: {duration(sum(r.elapsed for r in results))}")
-    lines += ["", markdown_table(results), ""]
-    if best is not None:
-        lines.append(
-            f"Lowest held-out bits per character: `{best.spec}` ({best.bits_per_char:.4f})"
-            + (" (a word-level model: see the note below)." if best.kind == "word" else ".")
-        )
-        lines.append("")
+    lines.append("")
+    budgets = budgets_of(gs)
+    several = len(meta.seeds) > 1
+    for b in budgets:
+        bg = [g for g in gs if g.budget == b]
+        if len(budgets) > 1:
+            lines += [f"## Budget {number_words(b)}", ""]
+        else:
+            lines += ["## Result", ""]
+        lines += summary_section(bg, analysis.verdict(bg), several) + [""]
+    sw = analysis.sweep(gs)
+    if sw is not None:
+        lines += sweep_section(sw)
+    last = [g for g in gs if g.budget == budgets[-1]]
+    lines += intrinsic_section(last, analysis.intrinsic_correlations(last))
+    lines += ["## Every run", "", markdown_table(results), ""]
     lines += [
         "![held-out bits per character against training FLOPs](bpc_vs_flops.png)",
         "",
@@ -298,38 +569,46 @@ def render_markdown(results: Sequence[RunResult], meta: ReportMeta) -> str:
         "The same curves against characters seen and wall time: [curves.png](curves.png). Every row, with more "
         "columns: [results.csv](results.csv), [results.json](results.json).",
         "",
-        "## How to read the table",
+        "## How to read it",
         "",
+        "- **minus the best, 95% interval**: this tokenizer's mean bits/char minus the best one's, with a paired "
+        "bootstrap interval: the held-out characters are cut into fixed-size blocks (the same blocks for every "
+        "model), and 10,000 times the blocks are drawn with replacement, once for both models, and the seeds of "
+        "each tokenizer with replacement (Koehn 2004; Efron and Tibshirani 1993). A winner is named only when "
+        "every eligible tokenizer's interval excludes zero (docs/compare.md).",
+        "- **status**: `under-trained` (fewer optimizer steps than the learning-rate warm-up, or fewer than "
+        f"{analysis.MIN_EVALS} evaluations) and `lossy` (a held-out document that does not round-trip, or `<unk>` "
+        "tokens: measured, whatever the tokenizer's kind) runs are shown but never named best.",
         "- **params**: the token embedding (tied to the output layer, counted once; plus the position "
         "embedding with learned positions) + everything else. The vocabulary changes only the first part.",
-        "- **held-out chars/token**: characters of the held-out text per token of this tokenizer; more "
-        "characters per token means fewer predictions per character and a longer text in one context window.",
+        "- **held-out chars/token**: characters of the held-out text per token of this tokenizer.",
         "- **tokens seen, chars seen, FLOPs, wall time**: what the training run consumed (FLOPs per token = "
-        "6 x non-embedding parameters + attention + output layer, docs/training.md). At equal FLOPs a larger "
-        "vocabulary pays more per token (its output layer) and sees fewer tokens, each covering more characters.",
+        "6 x non-embedding parameters + attention + output layer, docs/training.md).",
         "- **held-out bits/char**: the final model's cross-entropy on the held-out characters, summed over its "
         "own tokens and divided by ln 2 x the characters (bits.py, docs/bits.md); lower is better and the "
-        "figure is comparable across tokenizers. The curves use pretrain.py's fixed held-out slice (the start of the same text, `--eval-chars` characters; with the defaults the same 100,000 characters).",
+        "figure is comparable across tokenizers. The curves use pretrain.py's held-out slice (the start of the "
+        "same text, `--eval-chars` characters).",
         "- **unk**: share of the held-out tokens that are `<unk>`; **round trip**: share of held-out "
         "documents that decode back to exactly their text.",
         "",
-        "## What word-level models do not predict",
-        "",
-        WORD_NOTE,
     ]
+    if any(r.lossy for r in results):
+        lines += ["## What lossy models do not predict", "", WORD_NOTE, ""]
+    lines += provenance_section(meta)
     if meta.notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in meta.notes]
-    return "\n".join(lines) + "\n"
+        lines += ["## Notes", ""] + [f"- {n}" for n in meta.notes]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def write_report(out_dir: str | os.PathLike, results: Sequence[RunResult], meta: ReportMeta, curves) -> list[Path]:
-    """Write every file of :data:`REPORT_FILES` into ``out_dir`` (atomically, the folder is created).
+    """Write every file of :data:`REPORT_FILES` into ``out_dir`` (atomically, the folder is created), and
+    ``bpc_vs_compute.png`` when the report has several budgets.
 
     Args:
         out_dir: the report folder (``reports/NAME``).
         results: one :class:`RunResult` per run, in the order to show them.
         meta: the settings common to the runs.
-        curves: one :class:`storygpt.plot.Curve` per run (labelled with its SPEC), for the FLOPs plot.
+        curves: one :class:`storygpt.plot.Curve` per run (labelled with its SPEC), in the order of ``results``.
 
     Returns:
         The paths written.
@@ -337,7 +616,7 @@ def write_report(out_dir: str | os.PathLike, results: Sequence[RunResult], meta:
     Raises:
         ValueError: no results.
     """
-    from storygpt import plot
+    from storygpt import analysis, plot
 
     if not results:
         raise ValueError("write_report: no results")
@@ -346,36 +625,52 @@ def write_report(out_dir: str | os.PathLike, results: Sequence[RunResult], meta:
     written = []
     write_text(out / "report.md", render_markdown(results, meta))
     write_text(out / "results.csv", csv_text(results))
-    doc = {"meta": asdict(meta), "results": [asdict(r) | {"kind": r.kind} for r in results]}
+    gs = analysis.groups(results)
+    sw = analysis.sweep(gs)
+    doc = {
+        "meta": asdict(meta),
+        "results": [asdict(r) | {"kind": r.kind} for r in results],
+        "verdicts": [verdict_dict(analysis.verdict([g for g in gs if g.budget == b])) for b in budgets_of(gs)],
+        "fits": {k: (asdict(v) if not isinstance(v, str) else v) for k, v in (sw.fits if sw else {}).items()},
+        "crossovers": [list(c) for c in (sw.crossovers if sw else [])],
+    }
     write_text(out / "results.json", json.dumps(doc, indent=2) + "\n")
     written += [out / "report.md", out / "results.csv", out / "results.json"]
     title = f"{meta.corpus}: {meta.budget}"
-    drawable = [c for c in curves if len(c)]
-    if drawable:
-        written.append(plot.plot_curves(drawable, out / "bpc_vs_flops.png", ("flops",), title=title))
-        written.append(plot.plot_curves(drawable, out / "curves.png", title=title))
-    labels = [r.spec for r in results]
-    vocab = [r.vocab_size for r in results]
+    specs = list(dict.fromkeys(r.spec for r in results))
+    colours = plot.colours_for(specs)
+    styled = plot.style_curves(curves, results, colours)
+    if styled:
+        written.append(plot.plot_curves(styled, out / "bpc_vs_flops.png", ("flops",), title=title))
+        written.append(plot.plot_curves(styled, out / "curves.png", title=title))
+    if sw is not None:
+        written.append(plot.plot_sweep(sw, out / "bpc_vs_compute.png", colours, title=meta.corpus))
+    last = [g for g in gs if g.budget == max(g.budget for g in gs)]
+    labels = [g.spec for g in last]
+    vocab = [g.runs[0].vocab_size for g in last]
+    cols = [colours[g.spec] for g in last]
     written.append(
         plot.plot_points(
             labels,
             vocab,
-            [r.bits_per_char for r in results],
+            [g.mean for g in last],
             out / "bpc_vs_vocab.png",
             xlabel="vocabulary size",
-            ylabel="final held-out bits per character",
+            ylabel="final held-out bits per character (mean over seeds)",
             title=title,
+            colours=cols,
         )
     )
     written.append(
         plot.plot_points(
             labels,
             vocab,
-            [r.chars_per_token for r in results],
+            [g.runs[0].chars_per_token for g in last],
             out / "chars_per_token_vs_vocab.png",
             xlabel="vocabulary size",
             ylabel="held-out characters per token",
             title=f"{meta.corpus}: characters per token",
+            colours=cols,
         )
     )
     return written

@@ -9,6 +9,7 @@ and ``bits.py --json FILE`` leave them, docs/design.md) for one of the tokenizer
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -17,20 +18,38 @@ FAKE = {
     "byte": (258, 24_768, 335_712, 1.0, 2.61, 0.0, 1.0),
     "bpe:512": (512, 49_152, 335_712, 2.05, 2.43, 0.0, 1.0),
     "word:200": (200, 19_200, 335_712, 4.4, 1.95, 0.074, 0.0),
+    "bpe:520": (520, 49_920, 335_712, 2.06, 2.432, 0.0, 1.0),  # within noise of bpe:512 (its blocks differ)
 }
+SEED = 1337  # compare.py's first seed; seed SEED + k adds 0.01 * k bits/char
 FLOPS = 1e11  # the budget of the fake runs (training FLOPs)
 HELDOUT_CHARS = 5_000  # held-out characters bits.json says were measured
 
 
-def write_fake_run(folder: Path, spec: str, corpus: str = "tiny", stop_reason: str | None = "flops") -> None:
+def block_pattern(spec: str, n: int) -> list[float]:
+    """Bits/char of each of ``n`` blocks minus the mean (sums to zero): the same pattern for every SPEC but
+    bpe:520, whose pattern is reversed and 20 times larger (so its difference from bpe:512 is noise)."""
+    w = [(i - (n - 1) / 2) * 0.01 for i in range(n)]
+    return [-20 * x for x in w] if spec == "bpe:520" else w
+
+
+def write_fake_run(
+    folder: Path,
+    spec: str,
+    corpus: str = "tiny",
+    stop_reason: str | None = "flops",
+    seed: int = SEED,
+    block_chars: int = 1000,
+    flops: float = FLOPS,
+) -> None:
     """A run folder of ``spec`` (a key of :data:`FAKE`) on ``corpus`` as pretrain.py (summary.json, metrics.jsonl,
     ckpt.pt, dated 2001) and bits.py --json FILE (bits.json, unless ``stop_reason`` is None: an interrupted
     run of 3 steps) leave it."""
     vocab, emb, rest, cpt, bpc, unk, rt = FAKE[spec]
+    bpc += 0.01 * (seed - SEED) + 0.2 * ((FLOPS / flops) ** 0.5 - 1)  # E + A C^-0.5 over budgets
     folder.mkdir(parents=True, exist_ok=True)
     fpt = 6 * rest + 6 * 96 * vocab
     tokens_per_step = 16 * 128
-    steps = int(FLOPS // (fpt * tokens_per_step)) if stop_reason else 3
+    steps = int(flops // (fpt * tokens_per_step)) if stop_reason else 3
     rows = []
     for s in range(1, steps + 1):
         t = s * tokens_per_step
@@ -61,13 +80,19 @@ def write_fake_run(folder: Path, spec: str, corpus: str = "tiny", stop_reason: s
         "steps": steps,
         "tokens": t,
         "chars": t * cpt,
-        "flops": t * fpt,
+        "flops": flops if stop_reason else t * fpt,
         "elapsed": 0.1 * steps,
         "train_time": 0.08 * steps,
         "stop_reason": stop_reason,
         "val_loss": 3.0,
         "val_bpc": bpc + 1.0 / steps,
         "best_val_bpc": bpc + 1.0 / steps,
+        "args": {"seed": seed, "warmup_steps": 20, "lr": 3e-3},
+        "batch_windows": 16,
+        "processes": 1,
+        "device": "cpu",
+        "dtype": "float32",
+        "threads": 1,
     }
     (folder / "summary.json").write_text(json.dumps(summary))
     (folder / "ckpt.pt").write_bytes(b"not a real checkpoint")
@@ -87,7 +112,18 @@ def write_fake_run(folder: Path, spec: str, corpus: str = "tiny", stop_reason: s
         "unknown_share": unk,
         "round_trip_share": rt,
         "bits_per_character": bpc,
+        "lossy": rt < 1 or unk > 0,
+        "renyi_efficiency": 0.3 + vocab / 10_000,
+        "vocab_used_share": 0.5,
+        "mean_token_bytes": cpt,
     }
+    n = HELDOUT_CHARS // block_chars
+    row.update(
+        block_chars=block_chars,
+        block_characters=[block_chars] * n,
+        block_nats=[math.log(2) * block_chars * (bpc + w) for w in block_pattern(spec, n)],
+        blocks_exact=True,
+    )
     bits = {"text": "data/tiny/valid.txt", "characters": HELDOUT_CHARS, "documents": 3, "results": [row]}
     (folder / "bits.json").write_text(json.dumps(bits))
 
@@ -112,11 +148,16 @@ def play(tool: str, args: list[str]) -> None:
     elif tool == "pretrain.py":
         corpus = Path(value("--data")).name
         folder = Path(value("--out-dir")) / corpus / value("--run-name")
-        write_fake_run(folder, value("--tokenizer"), corpus)
+        spec = value("--tokenizer")
+        vocab, _, rest = FAKE[spec][:3]
+        flops = float(value("--budget-flops") or float(value("--budget-tokens")) * (6 * rest + 6 * 96 * vocab))
+        write_fake_run(folder, spec, corpus, seed=int(value("--seed")), flops=flops)
         (folder / "bits.json").unlink()
     elif tool == "bits.py":
         folder = Path(args[0]).parent
         summary = json.loads((folder / "summary.json").read_text())
-        write_fake_run(folder, summary["spec"], summary["corpus"])
+        seed, flops = summary["args"]["seed"], summary["flops"]
+        blocks = int(value("--block-chars"))
+        write_fake_run(folder, summary["spec"], summary["corpus"], seed=seed, block_chars=blocks, flops=flops)
     else:
         raise ValueError(f"fake_runs.play: no fake for {tool}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -21,12 +22,16 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, one_error_line, run_tool, tool_parser
-from fake_runs import FAKE, FLOPS, HELDOUT_CHARS, write_fake_run
+from fake_runs import FLOPS, write_fake_run
 
 from storygpt.comparison import (
+    CompareError,
     budget_label,
+    budget_warning,
     estimate_flops_per_token,
+    estimate_steps,
     eval_interval_for,
+    parse_budget_list,
     shape_of,
     stale_token_files,
 )
@@ -67,41 +72,70 @@ def assert_png(path: Path) -> None:
     assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100, path
 
 
-# ------------------------------------------------------------------ hand-made run folders
+# ------------------------------------------------------------------ fake run folders
 @pytest.fixture
 def layout(tmp_path):
-    """compare.py's working folder (``cwd``, tmp_path), a tiny corpus file, the argv and folders of a
-    3-tokenizer comparison, and ``record``: the file the ``record_tools`` fault writes."""
+    """compare.py's working folder (``cwd``, tmp_path), a tiny corpus file, the argv of a 3-tokenizer
+    comparison (one thread: no probe), and ``record``: the file the ``record_tools`` fault writes."""
     corpus = tmp_path / "tiny.txt"
     corpus.write_text("one two three\n<|endoftext|>\nfour five six\n<|endoftext|>\nseven eight\n")
-    argv = ["byte", "bpe:512", "word:200", "--train-file", str(corpus), "--budget-flops", str(FLOPS)]
-    runs = tmp_path / "checkpoints" / "compare" / "tiny-flops1e11" / "tiny"
+    argv = [
+        "byte",
+        "bpe:512",
+        "word:200",
+        "--train-file",
+        str(corpus),
+        "--budget-flops",
+        str(FLOPS),
+        "--threads",
+        "1",
+        "--block-chars",
+        "1000",
+    ]
     return dict(
         cwd=tmp_path,
         argv=argv,
-        runs={s: runs / f"rope-{s.replace(':', '-')}" for s in FAKE},
         report=tmp_path / "reports" / "tiny-flops1e11",
         data=tmp_path / "data" / "tiny",
         record=tmp_path / "tools.jsonl",
     )
 
 
+def run_folders(cwd: Path) -> list[Path]:
+    """The run folders under every folder of runs (``checkpoints/compare/cfg-*/tiny``)."""
+    return sorted((cwd / "checkpoints" / "compare").glob("cfg-*/tiny/*"))
+
+
+def fake(layout, *extra: str, name: str = "tools.jsonl") -> tuple[subprocess.CompletedProcess, list]:
+    record = layout["cwd"] / name
+    done = compare(layout["cwd"], *layout["argv"], *extra, fault=f"record_tools:{record}")
+    return done, recorded(record)
+
+
 def test_a_report_folder_that_cannot_be_written_is_one_error(layout):
     # before: a PermissionError traceback from the atomic writer of report.md
-    for spec, folder in layout["runs"].items():
-        write_fake_run(folder, spec)
+    assert fake(layout)[0].returncode == 0
     err = error_line(compare(layout["cwd"], *layout["argv"], fault="read_only_report"))
     assert err.startswith("compare.py: error: cannot write the report in ")
     assert err.endswith(f"{layout['report'].name}: Permission denied; the runs are finished, run again")
 
 
-def test_report_from_finished_runs_and_nothing_rerun(layout):
-    for spec, folder in layout["runs"].items():
-        write_fake_run(folder, spec)
-    done = compare(layout["cwd"], *layout["argv"], fault=f"record_tools:{layout['record']}")
+def test_report_and_nothing_rerun(layout):
+    done, calls = fake(layout)
     assert done.returncode == 0, done.stderr
-    assert recorded(layout["record"]) == []  # no tool ran
-    assert done.stdout.count("done before") == 3
+    # data for every tokenizer before any training, then train + measure each run
+    assert [t for t, _ in calls] == ["data.py"] * 3 + ["pretrain.py", "bits.py"] * 3
+    for _, cmd in calls[3::2]:
+        assert cmd[cmd.index("--threads") + 1] == "1" and cmd[cmd.index("--seed") + 1] == "1337"
+        assert cmd[cmd.index("--budget-flops") + 1] == "1e+11" and cmd[-1] == "--force"
+    assert calls[4][1][calls[4][1].index("--block-chars") + 1] == "1000"
+    again, calls = fake(layout, name="again.jsonl")
+    assert again.returncode == 0 and calls == [] and again.stdout.count("done before") == 3
+    # other blocks (or another --bits-chars) only measure the runs again
+    blocks, calls = fake(layout, "--block-chars", "2500", name="blocks.jsonl")
+    assert blocks.returncode == 0 and [t for t, _ in calls] == ["bits.py"] * 3
+    assert json.loads((layout["report"] / "results.json").read_text())["results"][0]["block_characters"] == [2500] * 2
+    fake(layout, name="back.jsonl")  # back to blocks of 1000 for the checks below
 
     rep = layout["report"]
     for name in ("bpc_vs_flops.png", "bpc_vs_vocab.png", "chars_per_token_vs_vocab.png", "curves.png"):
@@ -110,77 +144,121 @@ def test_report_from_finished_runs_and_nothing_rerun(layout):
     assert [r["spec"] for r in rows] == ["byte", "bpe:512", "word:200"]
     assert [int(r["vocab_size"]) for r in rows] == [258, 512, 200]
     assert [float(r["bits_per_char"]) for r in rows] == [2.61, 2.43, 1.95]
-    assert [int(r["params_embedding"]) for r in rows] == [24_768, 49_152, 19_200]
-    assert {r["stop_reason"] for r in rows} == {"flops"}
-    assert {int(r["heldout_chars"]) for r in rows} == {HELDOUT_CHARS}
+    assert [r["lossy"] for r in rows] == ["False", "False", "True"] and {r["under_trained"] for r in rows} == {"False"}
+    assert all(re.fullmatch(r"\d+", r["chars"]) and re.fullmatch(r"\d+", r["tokens"]) for r in rows)  # integers
+    assert "block_nats" not in rows[0]
     doc = json.loads((rep / "results.json").read_text())
-    assert doc["meta"]["corpus"] == "tiny" and doc["meta"]["budget"] == "1e11 training FLOPs (equal compute)"
-    assert [r["kind"] for r in doc["results"]] == ["byte", "bpe", "word"]
+    assert doc["meta"]["budget"] == "1e11 training FLOPs (equal compute)" and doc["meta"]["seeds"] == [1337]
+    r0 = doc["results"][0]
+    assert r0["seed"] == 1337 and r0["warmup_steps"] == 20 and r0["evals"] == 11 and len(r0["block_nats"]) == 5
+    assert r0["provenance"]["pretrain_args"]["lr"] == 3e-3 and "commit" in r0["provenance"]
+    assert r0["provenance"]["command"][:2] == ["pretrain.py", "--data"]
+    assert doc["meta"]["provenance"]["storygpt"] and doc["meta"]["argv"][:3] == ["byte", "bpe:512", "word:200"]
+    (v,) = doc["verdicts"]
+    # word:200 has the lowest bits/char but is lossy (measured): never best; bpe:512 beats byte on every block
+    assert v["best"] == v["winner"] == "bpe:512" and v["ineligible"] == ["word:200"]
+    assert v["intervals"]["byte"]["low"] == pytest.approx(0.18) == v["intervals"]["byte"]["high"]
     md = (rep / "report.md").read_text()
-    table = [ln for ln in md.splitlines() if ln.startswith("| `")]
-    assert len(table) == 3
+    assert "**Lowest held-out bits per character: `bpe:512`** (2.4300)" in md
+    assert "Never named best here: `word:200`" in md and "What lossy models do not predict" in md
+    assert "1 thread x 1 process per run, cpu, float32" in md
+    table = [ln for ln in md.splitlines() if ln.startswith("| `") and ln.count("|") > 12]
     cells = [c.strip() for c in table[1].strip("|").split("|")]
-    assert cells[:3] == ["`bpe:512`", "512", "49.2k + 336k"]
-    assert cells[9] == "2.4300" and cells[10] == "0.00%" and cells[11] == "1.00"
-    word = [c.strip() for c in table[2].strip("|").split("|")]
-    assert word[10] == "7.40%" and word[11] == "0.00"
-    assert "What word-level models do not predict" in md and "<unk>" in md
-    assert "Lowest held-out bits per character: `word:200`" in md and "word-level model: see the note" in md
+    assert cells[:4] == ["`bpe:512`", "flops1e11", "1337", "512"] and cells[13] == "2.4300" and cells[16] == "ok"
+    assert [c.strip() for c in table[2].strip("|").split("|")][16] == "lossy"
+    assert "## The tokenizers by themselves" in md and "Renyi efficiency (alpha 2.5)" in md
+    assert "Rank correlations need at least 3 lossless tokenizers" in md  # word:200 is lossy: 2 are left
 
 
-def test_unfinished_runs_are_resumed_and_missing_ones_trained(layout):
-    write_fake_run(layout["runs"]["byte"], "byte")  # finished and measured
-    write_fake_run(layout["runs"]["bpe:512"], "bpe:512", stop_reason=None)  # interrupted
-    layout["data"].mkdir(parents=True)
-    for name in ("train-bpe-512.bin", "valid-bpe-512.bin", "tokenizer-bpe-512.json", "valid.txt"):
-        (layout["data"] / name).write_text("x")
-    first = layout["cwd"] / "first.jsonl"
-    done = compare(layout["cwd"], *layout["argv"], fault=f"record_tools:{first}")
+def test_no_lossy_run_no_lossy_section(layout):
+    argv = ["byte", "bpe:512", *layout["argv"][3:]]
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}")
     assert done.returncode == 0, done.stderr
-    calls = recorded(first)
-    # byte: nothing; bpe:512: its token files are there, resume + measure; word:200: data, train, measure
-    assert [t for t, _ in calls] == ["pretrain.py", "bits.py", "data.py", "pretrain.py", "bits.py"]
-    resume_cmd, fresh_cmd = calls[0][1], calls[3][1]
-    assert resume_cmd[-1] == "--resume" and fresh_cmd[-1] == "--force"
-    for cmd in (resume_cmd, fresh_cmd):
-        assert cmd[cmd.index("--budget-flops") + 1] == "1e+11"
-        assert cmd[cmd.index("--out-dir") + 1] == str(Path("checkpoints/compare/tiny-flops1e11"))
-        assert "--rope" in cmd and cmd[cmd.index("--n-embd") + 1] == "96"
-    assert fresh_cmd[fresh_cmd.index("--run-name") + 1] == "rope-word-200"
-    data_cmd = calls[2][1]
-    assert data_cmd[data_cmd.index("--tokenizer") + 1] == "word:200" and "--train-file" in data_cmd
-    bits_cmd = calls[1][1]
-    assert bits_cmd[0].endswith("rope-bpe-512/ckpt.pt") and bits_cmd[bits_cmd.index("--chars") + 1] == "100000"
+    md = (layout["cwd"] / "reports" / "tiny-flops1e11" / "report.md").read_text()
+    assert "| lossy |" not in md and "What lossy models do not predict" not in md
+
+
+def test_seeds_sweep_fit_and_reuse(layout):
+    argv = ["bpe:512", "bpe:520", *layout["argv"][3:]]
+    argv[argv.index("--budget-flops") + 1] = "1e11,2e11,4e11"
+    record = layout["cwd"] / "first.jsonl"
+    done = compare(layout["cwd"], *argv, "--seeds", "2", fault=f"record_tools:{record}")
+    assert done.returncode == 0, done.stderr
+    calls = recorded(record)
+    trained = [c for t, c in calls if t == "pretrain.py"]
+    assert len(trained) == 2 * 3 * 2
+    assert sorted({c[c.index("--seed") + 1] for c in trained}) == ["1337", "1338"]
+    rep = layout["cwd"] / "reports" / "tiny-flops1e11-2e11-4e11-2seeds"
+    assert_png(rep / "bpc_vs_compute.png")
+    doc = json.loads((rep / "results.json").read_text())
+    # bits/char = b + 0.01 (seed - 1337) + 0.2 ((1e11 / C)^0.5 - 1): alpha 0.5, E = b - 0.2 + 0.005
+    fit = doc["fits"]["bpe:512"]
+    assert fit["alpha"] == pytest.approx(0.5, rel=1e-3) and fit["E"] == pytest.approx(2.43 - 0.2 + 0.005, abs=1e-3)
+    assert fit["n"] == 6 and fit["alpha_se"] is not None
+    for v in doc["verdicts"]:  # bpe:520 is 0.002 behind, within its block noise: no winner
+        assert v["best"] == "bpe:512" and v["winner"] is None and v["tied"] == ["bpe:520"]
+        assert v["intervals"]["bpe:520"]["low"] < 0 < v["intervals"]["bpe:520"]["high"]
+    md = (rep / "report.md").read_text()
+    assert "No winner" in md and "cannot tell them apart" in md and "## Budget 2e11" in md
+    assert "an extrapolation far outside the data" in md and "| `bpe:512` | 2 | 2.4350 | 0.0071 |" in md
+
+    # a bigger sweep later reuses every finished run (same settings: the same folder of runs)
+    argv[argv.index("--budget-flops") + 1] = "1e11,2e11,4e11,8e11"
+    second = layout["cwd"] / "second.jsonl"
+    done = compare(layout["cwd"], *argv, "--seeds", "2", fault=f"record_tools:{second}")
+    assert done.returncode == 0, done.stderr
+    trained = [c for t, c in recorded(second) if t == "pretrain.py"]
+    assert [c[c.index("--budget-flops") + 1] for c in trained] == ["8e+11"] * 4
+    assert done.stdout.count("done before") == 12
+
+
+def test_interrupted_run_is_resumed_and_nothing_finished_retrained(layout):
+    done, _ = fake(layout)
+    assert done.returncode == 0, done.stderr
+    (folder,) = [p for p in run_folders(layout["cwd"]) if p.name == "rope-bpe-512-flops1e11-s1337"]
+    write_fake_run(folder, "bpe:512", stop_reason=None)  # interrupted
+    done, calls = fake(layout, name="second.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert [t for t, _ in calls] == ["pretrain.py", "bits.py"] and calls[0][1][-1] == "--resume"
+    assert re.search(r"\[2/3\] bpe:512 @1e11 s1337 +resumed \d+s, measured \d+s \|", done.stdout)
+
+
+def test_under_trained_runs_are_warned_before_training_and_never_best(layout):
+    argv = ["byte", "bpe:512", *layout["argv"][3:]]
+    argv[argv.index("--budget-flops") : argv.index("--budget-flops") + 2] = ["--budget-tokens", "20480"]
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}")
+    assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "[1/3] byte" in out and "done before" in out
-    assert re.search(r"\[2/3\] bpe:512        resumed \d+s, measured \d+s \|", out)
-    assert re.search(r"\[3/3\] word:200       data \d+s, trained \d+s, measured \d+s \|", out)
-    assert json.loads((layout["runs"]["word:200"] / "compare.json").read_text())["spec"] == "word:200"
+    warn = "warning: byte gets about 10 optimizer steps from --budget-tokens 2.05e4, fewer than its 20 warm-up steps"
+    assert warn in out and out.index(warn) < out.index("[1/2]")
+    assert "--budget-tokens 8.19e4 would give it about 40 steps" in out
+    md = (layout["cwd"] / "reports" / "tiny-tokens2.05e4" / "report.md").read_text()
+    assert "No tokenizer can be named best: every run is under-trained or lossy." in md
+    assert md.count("under-trained") >= 3
 
-    second = layout["cwd"] / "second.jsonl"  # a second run: everything is done
-    done = compare(layout["cwd"], *layout["argv"], fault=f"record_tools:{second}")
+
+def test_settings_change_makes_new_runs(layout):
+    done, _ = fake(layout)
     assert done.returncode == 0, done.stderr
-    assert recorded(second) == []
-    assert done.stdout.count("done before") == 3
-
-    # another --bits-chars measures the runs again (the fake runs already measured by hand are kept as they
-    # were: without a record of their measurement they count as measured), it trains nothing
-    third = layout["cwd"] / "third.jsonl"
-    done = compare(layout["cwd"], *layout["argv"], "--bits-chars", "5000", fault=f"record_tools:{third}")
+    before = run_folders(layout["cwd"])
+    done, calls = fake(layout, "--report", "deeper", "--n-layer", "4", name="deeper.jsonl")
     assert done.returncode == 0, done.stderr
-    calls = recorded(third)
-    assert [t for t, _ in calls] == ["bits.py", "bits.py"]
-    assert [c[c.index("--chars") + 1] for _, c in calls] == ["5000", "5000"]
+    assert [t for t, _ in calls].count("pretrain.py") == 3  # new runs, in another folder of runs
+    assert len(run_folders(layout["cwd"])) == 2 * len(before)
 
 
-def test_settings_change_is_refused(layout):
-    done = compare(layout["cwd"], *layout["argv"], fault=f"record_tools:{layout['record']}")
+def test_rerun_trains_again_in_new_folders(layout):
+    done, _ = fake(layout)
     assert done.returncode == 0, done.stderr
-    ran = len(recorded(layout["record"]))
-    argv = [*layout["argv"], "--report", "tiny-flops1e11", "--n-layer", "4"]
-    err = error_line(compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}"))
-    assert "was made with other settings (shape:" in err and "give another --report" in err
-    assert len(recorded(layout["record"])) == ran  # no tool ran the second time
+    record = layout["cwd"] / "rerun.jsonl"
+    done = compare(layout["cwd"], "--rerun", str(layout["report"]), fault=f"record_tools:{record}")
+    assert done.returncode == 0, done.stderr
+    trained = [c for t, c in recorded(record) if t == "pretrain.py"]
+    assert len(trained) == 3 and all(
+        str(Path("checkpoints/compare/rerun")) in c[c.index("--out-dir") + 1] for c in trained
+    )
+    assert "byte flops1e11 1337" in done.stdout and "+0.0000" in done.stdout
+    assert (layout["cwd"] / "reports" / "tiny-flops1e11-rerun" / "report.md").is_file()
 
 
 def test_eval_interval_estimate():
@@ -196,9 +274,30 @@ def test_eval_interval_estimate():
     assert estimate_flops_per_token(shape, 8192) == 7_151_616
     steps = 6e12 / (7_151_616 * 16 * 128)  # 409.6
     assert eval_interval_for(args, ("budget_flops", 6e12), shape, 8192) == int(steps // 10) == 40
-    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None
+    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None  # chars/token unknown
+    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192, 2.5) == int(1e7 / (2.5 * 2048) // 10) == 195
+    assert eval_interval_for(args, ("budget_tokens", 2048 * 25), shape, None) == 2
+    assert eval_interval_for(args, ("minutes", 5), shape, 8192) is None
     assert budget_label("budget_flops", 6e12) == "flops6e12"
     assert budget_label("minutes", 2.5) == "minutes2.5"
+
+
+def test_step_estimates_and_budget_warnings():
+    shape = {"n_layer": 3, "n_head": 4, "n_embd": 96, "block_size": 128}
+    # chars: 1e5 / (2 chars/token x 16 x 128 tokens/step) = 24.4 steps; tokens: 4096 / 2048 = 2
+    assert estimate_steps(("budget_chars", 1e5), shape, None, 16, 2.0) == pytest.approx(1e5 / 4096)
+    assert estimate_steps(("budget_tokens", 4096), shape, None, 16, None) == 2
+    assert estimate_steps(("minutes", 1), shape, 512, 16, None) is None
+    assert budget_warning("bpe:8192", ("budget_flops", 5e11), 34.2, 20, 3) is None
+    warn = budget_warning("bpe:8192", ("budget_flops", 5e11), 8.0, 20, 3)
+    assert warn == (
+        "warning: bpe:8192 gets about 8 optimizer steps from --budget-flops 5e11, fewer than its 20 warm-up "
+        "steps: it will be marked under-trained and never named best; --budget-flops 2.5e12 would give it about "
+        "40 steps"
+    )
+    assert parse_budget_list("--budget-flops", "1e12, 3e12,1e13") == [1e12, 3e12, 1e13]
+    with pytest.raises(CompareError, match="--minutes must be a positive number, got inf"):
+        parse_budget_list("--minutes", "1,inf")
 
 
 @pytest.mark.parametrize(
@@ -215,6 +314,12 @@ def test_eval_interval_estimate():
         (["byte", "--report", "a/b"], "--report 'a/b'"),
         (["hf:missing.json"], "no such file: missing.json"),
         (["byte", "--train-file", "nope.txt"], "--train-file nope.txt: no such file"),
+        (["byte", "--seeds", "0"], "--seeds must be at least 1, got 0"),
+        (["byte", "--budget-flops", "1e12,abc"], "--budget-flops 1e12,abc: 'abc' is not a number"),
+        (["byte", "--budget-flops", "1e12,1e12"], "--budget-flops 1e12,1e12: 1e12 is given twice"),
+        (["byte", "--budget-chars", "1e7,-1"], "--budget-chars must be a positive number, got -1"),
+        (["byte", "--bits-chars", "3000"], "--bits-chars 3000 holds fewer than 2 blocks of --block-chars 2000"),
+        (["byte", "--rerun", "nowhere"], "--rerun nowhere: no results.json"),
     ],
 )
 def test_bad_input_is_one_line(argv, message, tmp_path):
@@ -225,7 +330,10 @@ def test_bad_input_is_one_line(argv, message, tmp_path):
 
 
 def test_run_folder_from_another_corpus_is_refused(layout):
-    write_fake_run(layout["runs"]["bpe:512"], "bpe:512", corpus="shakespeare")
+    assert fake(layout)[0].returncode == 0
+    (folder,) = [p for p in run_folders(layout["cwd"]) if p.name == "rope-bpe-512-flops1e11-s1337"]
+    write_fake_run(folder, "bpe:512", corpus="shakespeare")
+    layout["record"].unlink()
     err = error_line(compare(layout["cwd"], *layout["argv"], fault=f"record_tools:{layout['record']}"))
     assert "holds a run on corpus 'shakespeare', not 'tiny'" in err and "rope-bpe-512" in err
     assert recorded(layout["record"]) == []  # no tool ran
@@ -299,6 +407,10 @@ def test_compare_end_to_end(tmp_path):
         "4",
         "--bits-chars",
         "2000",
+        "--block-chars",
+        "500",
+        "--seeds",
+        "2",
         "--device",
         "cpu",
         "--pretrain-args",
@@ -307,25 +419,33 @@ def test_compare_end_to_end(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     first = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
-    rep = tmp_path / "reports" / "tiny-flops2e9"
+    rep = tmp_path / "reports" / "tiny-flops2e9-2seeds"
     rows = list(csv.DictReader((rep / "results.csv").open()))
-    assert [r["spec"] for r in rows] == ["byte", "bpe:300", "word:60"]
+    assert [r["spec"] for r in rows] == ["byte", "byte", "bpe:300", "bpe:300", "word:60", "word:60"]
+    assert [int(r["seed"]) for r in rows] == [1337, 1338] * 3
     assert {r["stop_reason"] for r in rows} == {"flops"}
     assert len({int(r["heldout_chars"]) for r in rows}) == 1
     for r in rows:
         assert abs(float(r["flops"]) - 2e9) <= float(r["flops"]) / int(r["steps"])  # stopped at the budget
         assert float(r["bits_per_char"]) > 0
-    assert float(rows[2]["unk_share"]) >= 0 and float(rows[0]["round_trip_share"]) == 1.0
+    assert rows[4]["lossy"] == "True" and float(rows[0]["round_trip_share"]) == 1.0
     for name in ("bpc_vs_flops.png", "bpc_vs_vocab.png", "chars_per_token_vs_vocab.png"):
         assert_png(rep / name)
-    assert len([ln for ln in (rep / "report.md").read_text().splitlines() if ln.startswith("| `")]) == 3
+    doc = json.loads((rep / "results.json").read_text())
+    for r in doc["results"]:
+        assert len(r["block_nats"]) == math.ceil(r["heldout_chars"] / 500) and r["block_characters"][0] == 500
+    for r in doc["results"]:  # the blocks add up to the whole measurement
+        total = sum(r["block_nats"]) / (math.log(2) * sum(r["block_characters"]))
+        assert total == pytest.approx(r["bits_per_char"], rel=1e-6)
+    (v,) = doc["verdicts"]
+    assert "word:60" in v["ineligible"] and v["best"] != "word:60"
     ckpts = sorted((tmp_path / "checkpoints").rglob("ckpt.pt"))
-    assert len(ckpts) == 3
+    assert len(ckpts) == 6
     before = {p: p.stat().st_mtime_ns for p in ckpts}
 
     second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert second.returncode == 0, second.stderr[-2000:]
-    assert second.stdout.count("done before") == 3
+    assert second.stdout.count("done before") == 6
     assert {p: p.stat().st_mtime_ns for p in ckpts} == before  # no training, no new checkpoint
 
 

@@ -194,6 +194,8 @@ def summary(run, state) -> dict:
     ``tokens_per_sec`` counts wall-clock seconds of the optimizer steps, ``tokens_per_cpu_sec`` this
     process's CPU seconds (all threads) in them: together they show how busy the cores were.
     """
+    import torch
+
     last = state.history[-1] if state.history else {}
     emb, non_emb = run.params
     m = run.meta
@@ -219,6 +221,10 @@ def summary(run, state) -> dict:
         "processes": run.dist.world,
         "device": str(run.device),
         "heldout_chars": run.heldout.characters,
+        # provenance (compare.py's results.json): the resolved flags, the compute dtype, the CPU threads
+        "args": m["args"],
+        "dtype": str(getattr(run.autocast, "fast_dtype", "torch.float32")).replace("torch.", ""),
+        "threads": torch.get_num_threads(),
     }
 
 

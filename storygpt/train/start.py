@@ -191,7 +191,7 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
             f"{r.heldout.characters:,} characters | {emb + non_emb:,} parameters ({non_emb:,} non-embedding), "
             f"{m['config']['position']} positions | {r.tokens_per_step:,} tokens/step, "
             f"{r.flops_per_token:,} FLOPs/token | device {r.device}, {str(dtype).replace('torch.', '')}, "
-            f"{threads} threads x {r.dist.world} process(es)"
+            f"{threads} thread{'s' if threads != 1 else ''} x {r.dist.world} process{'es' if r.dist.world != 1 else ''}"
             + (f" | resumed at step {state.step}, {state.elapsed:.0f}s spent" if not fresh else "")
         )
     if options.compile and not nothing_left:
