@@ -149,7 +149,7 @@ void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
     // The chunks that no cache would keep (single bytes, chunks over
     // kMaxCachedChunk) before the first that one would, without a cache: a
     // text of one long chunk (a run of spaces, a line of letters) borrows
-    // none, and a fresh cache costs milliseconds (its 4 MiB first touched).
+    // none (a fresh cache costs its tables first touched).
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     size_t start = 0;
     for (size_t end; start < data.size(); start = end) {
@@ -163,7 +163,7 @@ void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
             break;
     }
     if (start == data.size()) return;
-    const CachePool::Lease cache = caches_->lend();
+    const CachePool::Lease cache = caches_->lend(data.size());
     encode_pieces(data, out, *cache, start);
 }
 
@@ -175,7 +175,8 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
     std::vector<std::unique_ptr<CachePool::Lease>> caches(static_cast<size_t>(threads));
     std::vector<std::vector<uint32_t>> parts;
     auto encode_run = [&](const ChunkBatch& batch, const ChunkRun& run, std::vector<uint32_t>& ids, size_t w) {
-        if (!caches[w]) caches[w].reset(new CachePool::Lease(caches_->lend()));
+        if (!caches[w])
+            caches[w].reset(new CachePool::Lease(caches_->lend(std::max<size_t>(window_bytes, file.size()))));
         batch.for_each_chunk(run, [&](std::string_view chunk) {
             const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
             encode_chunk(p, chunk.size(), p + chunk.size(), ids, **caches[w]);
