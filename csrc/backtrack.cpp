@@ -1,47 +1,12 @@
 #include "backtrack.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "common.h"
 
 namespace storygpt {
-
-namespace {
-
-// The merge loop (lowest rank first, leftmost on ties) on the bytes of one
-// token, with the last merge it did.  Quadratic in the token's length, like
-// Encoder::encode_short; tokens are short.
-struct MergeLoopResult {
-    std::vector<uint32_t> ids;
-    uint32_t left = UINT32_MAX, right = UINT32_MAX;  // the last merge's pair
-    uint64_t rank = 0;                               // and its rank
-};
-
-MergeLoopResult merge_loop(const MergeTable& table, const std::array<uint32_t, 256>& byte_ids, std::string_view bytes) {
-    MergeLoopResult r;
-    std::vector<uint32_t>& sym = r.ids;
-    for (unsigned char c : bytes) sym.push_back(byte_ids[c]);
-    std::vector<uint64_t> merge;  // merge[i]: the merge of (sym[i], sym[i + 1])
-    for (size_t i = 0; i + 1 < sym.size(); ++i) merge.push_back(table.find(pair_key(sym[i], sym[i + 1])));
-    while (!merge.empty()) {
-        size_t best = 0;
-        for (size_t i = 1; i < merge.size(); ++i)
-            if ((merge[i] >> 32) < (merge[best] >> 32)) best = i;
-        if (merge[best] == MergeTable::kNoMerge) break;
-        r.left = sym[best];
-        r.right = sym[best + 1];
-        r.rank = merge[best] >> 32;
-        sym[best] = static_cast<uint32_t>(merge[best]);
-        sym.erase(sym.begin() + static_cast<ptrdiff_t>(best) + 1);
-        merge.erase(merge.begin() + static_cast<ptrdiff_t>(best));
-        if (best > 0) merge[best - 1] = table.find(pair_key(sym[best - 1], sym[best]));
-        if (best < merge.size()) merge[best] = table.find(pair_key(sym[best], sym[best + 1]));
-    }
-    return r;
-}
-
-}  // namespace
 
 Backtracker::Backtracker(const MergeTable& table, const std::array<uint32_t, 256>& byte_ids, size_t vocab_size)
     : merges_(table), byte_ids_(byte_ids), tokens_(vocab_size) {
@@ -59,15 +24,7 @@ std::unique_ptr<Backtracker> Backtracker::build(const MergeTable& table, const s
     }
     std::unique_ptr<Backtracker> bt(new Backtracker(table, byte_ids, vocab.size()));
     bt->build_pair_filter(merges);
-    std::vector<uint8_t> made(vocab.size(), 0);  // how many merges make each id (up to 2)
-    bool one_each = true;
-    for (const MergeRule& m : merges) one_each &= ++made[m.new_id] == 1;
-    if (one_each) {
-        if (!bt->find_trees_by_rules(merges, why)) return nullptr;
-    } else {
-        bt->find_trees_by_merge_loop(vocab);
-        if (!bt->check_ranked_bottom_up(why)) return nullptr;
-    }
+    if (!bt->find_trees(merges, vocab, why)) return nullptr;
     bt->build_trie(vocab);
     return bt;
 }
@@ -84,46 +41,51 @@ void Backtracker::build_pair_filter(const std::vector<MergeRule>& merges) {
     }
 }
 
-// Every id made by one merge, each merge after those of its parts: the merge
-// loop on a token's bytes ends in that token exactly when its parts are
-// reachable, its pair's table entry is this merge, and the loop on the two
-// parts' bytes never merges across their border.  Linear in the merges.
-bool Backtracker::find_trees_by_rules(const std::vector<MergeRule>& merges, std::string* why) {
-    for (const MergeRule& m : merges) {
-        const auto left = static_cast<uint32_t>(m.left), right = static_cast<uint32_t>(m.right);
-        const auto id = static_cast<uint32_t>(m.new_id);
-        const uint64_t merge = find(left, right);
-        if (tokens_[left].length == 0 || tokens_[right].length == 0 || static_cast<uint32_t>(merge) != id) continue;
-        if (!border_holds(left, right)) continue;  // unreachable: no constraint on its rank
-        const uint32_t order = static_cast<uint32_t>(merge >> 32) + 1;
-        if (order <= tokens_[left].order || order <= tokens_[right].order) {
-            *why = "token " + std::to_string(id) + " is merged at a rank not above its parts' ranks";
-            return false;
-        }
-        tokens_[id] = Token{left, right, order, tokens_[left].length + tokens_[right].length};
+// The merge loop on a token's bytes ends in that token exactly when one of
+// the merges that make it, (left, right), has reachable parts, is the merge
+// of its pair in the table, and the loop on the two parts' bytes never merges
+// across their border (border_holds; the loop then makes left and right and
+// merges them last).  The loop is deterministic, so at most one merge of a
+// token passes.  Tokens go in order of length, so that their parts are
+// decided first; each merge is looked at once, and border_holds walks two
+// spines of merge trees: no merge loop on any token's bytes, so a long token
+// (or one made by several merges, as in rank files) costs no more than the
+// depth of its parts' trees.
+bool Backtracker::find_trees(const std::vector<MergeRule>& merges, const std::vector<std::string_view>& vocab,
+                             std::string* why) {
+    const size_t n = tokens_.size();
+    // merges_of[first[id], first[id + 1]): the merges that make id, in list order (counting sort)
+    std::vector<uint32_t> first(n + 1, 0), merges_of(merges.size());
+    for (const MergeRule& m : merges) ++first[m.new_id + 1];
+    for (size_t id = 0; id < n; ++id) first[id + 1] += first[id];
+    {
+        std::vector<uint32_t> next(first.begin(), first.end() - 1);
+        for (size_t k = 0; k < merges.size(); ++k) merges_of[next[merges[k].new_id]++] = static_cast<uint32_t>(k);
     }
-    return true;
-}
-
-// The general case (ids made by several merges): the merge loop on every
-// token's bytes.  Quadratic in the token lengths.
-void Backtracker::find_trees_by_merge_loop(const std::vector<std::string_view>& vocab) {
-    for (size_t id = 0; id < vocab.size(); ++id) {
-        if (vocab[id].size() < 2) continue;
-        const MergeLoopResult r = merge_loop(merges_, byte_ids_, vocab[id]);
-        if (r.ids.size() != 1 || tokens_[r.ids[0]].length != 0) continue;  // unreachable, or done
-        tokens_[r.ids[0]] =
-            Token{r.left, r.right, static_cast<uint32_t>(r.rank + 1), static_cast<uint32_t>(vocab[id].size())};
-    }
-}
-
-bool Backtracker::check_ranked_bottom_up(std::string* why) const {
-    for (size_t id = 0; id < tokens_.size(); ++id) {
-        const Token& t = tokens_[id];
-        if (t.length < 2) continue;
-        if (t.order <= tokens_[t.left].order || t.order <= tokens_[t.right].order) {
-            *why = "token " + std::to_string(id) + " is merged at a rank not above its parts' ranks";
-            return false;
+    // the ids of two bytes or more, shortest first (counting sort by length)
+    size_t longest = 0;
+    for (const auto& v : vocab) longest = std::max(longest, v.size());
+    std::vector<uint32_t> start(longest + 2, 0), by_length;
+    for (size_t id = 0; id < n; ++id)
+        if (first[id + 1] > first[id]) ++start[vocab[id].size() + 1];
+    for (size_t len = 0; len <= longest; ++len) start[len + 1] += start[len];
+    by_length.resize(start[longest + 1]);
+    for (size_t id = 0; id < n; ++id)
+        if (first[id + 1] > first[id]) by_length[start[vocab[id].size()]++] = static_cast<uint32_t>(id);
+    for (uint32_t id : by_length) {
+        for (uint32_t k = first[id]; k < first[id + 1]; ++k) {
+            const MergeRule& m = merges[merges_of[k]];
+            const auto left = static_cast<uint32_t>(m.left), right = static_cast<uint32_t>(m.right);
+            if (tokens_[left].length == 0 || tokens_[right].length == 0) continue;
+            const uint64_t merge = find(left, right);
+            if (static_cast<uint32_t>(merge) != id || !border_holds(left, right)) continue;
+            const uint32_t order = static_cast<uint32_t>(merge >> 32) + 1;
+            if (order <= tokens_[left].order || order <= tokens_[right].order) {
+                *why = "token " + std::to_string(id) + " is merged at a rank not above its parts' ranks";
+                return false;
+            }
+            tokens_[id] = Token{left, right, order, tokens_[left].length + tokens_[right].length};
+            break;
         }
     }
     return true;

@@ -66,11 +66,10 @@ class Backtracker {
     };
 
     Backtracker(const MergeTable& table, const std::array<uint32_t, 256>& byte_ids, size_t vocab_size);
-    // Fill tokens_[id] for the reachable ids; false (and *why) when the
-    // merge trees are not ranked bottom-up.
-    bool find_trees_by_rules(const std::vector<MergeRule>& merges, std::string* why);
-    void find_trees_by_merge_loop(const std::vector<std::string_view>& vocab);
-    bool check_ranked_bottom_up(std::string* why) const;
+    // Fills tokens_[id] for the reachable ids; false (and *why) when the
+    // merge trees are not ranked bottom-up.  Linear in the merges and ids
+    // (plus the spines of merge trees that border_holds walks).
+    bool find_trees(const std::vector<MergeRule>& merges, const std::vector<std::string_view>& vocab, std::string* why);
     void build_trie(const std::vector<std::string_view>& vocab);
 
     // merges_.find, behind a one-hash Bloom filter of the merged pairs (16

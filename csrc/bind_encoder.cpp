@@ -95,7 +95,8 @@ Args:
     ranks: one rank per merge (lower merges first; ties allowed).
 
 Raises:
-    ValueError: malformed byte_ids, merges or ranks; ids outside [0, 2**26).)doc")
+    ValueError: malformed byte_ids, merges or ranks; an id outside
+        [0, min(2**26, 256 + len(merges) + 2**16)) (the tables are sized by the largest id).)doc")
         .def(py::init([](const std::vector<std::tuple<int64_t, int64_t, int64_t>>& merges,
                          std::optional<std::vector<int64_t>> byte_ids, const std::string& pattern,
                          std::optional<std::vector<int64_t>> ranks) {

@@ -15,8 +15,7 @@ bool CacheTable::get(const unsigned char* p, size_t n, uint64_t h, std::vector<u
 }
 
 void CacheTable::put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t n_ids) {
-    if (map_.capacity() < slots_) map_ = HashMap<Entry, HashOf>(slots_ / 2);  // first use
-    if (map_.size() + 1 > slots_ / 2 || keys_.size() + n > max_key_bytes_) {
+    if (map_.size() + 1 > allowed_slots_ / 2 || keys_.size() + n > allowed_key_bytes_) {
         map_.clear();
         keys_.clear();
         ids_.clear();
@@ -32,18 +31,36 @@ void CacheTable::put(const unsigned char* p, size_t n, uint64_t h, const uint32_
     ids_.insert(ids_.end(), ids, ids + n_ids);
 }
 
-ShortChunkCache::ShortChunkCache(unsigned log2_sets)
-    : sets_(new Set[size_t(1) << log2_sets]()), mask_((size_t(1) << log2_sets) - 1) {}
+ShortChunkCache::ShortChunkCache(unsigned max_log2_sets) {
+    const unsigned log2_sets = std::min(kFirstLog2Sets, max_log2_sets);
+    sets_.reset(new Set[size_t(1) << log2_sets]());
+    mask_ = (size_t(1) << log2_sets) - 1;
+    allowed_sets_ = mask_ + 1;
+    max_sets_ = size_t(1) << max_log2_sets;
+}
+
+// Twice the sets; every entry moves to its set in the new table (older ways
+// first, so that each set keeps its newest entry in way[0]).
+void ShortChunkCache::grow() {
+    const size_t old_sets = mask_ + 1;
+    std::unique_ptr<Set[]> old(new Set[2 * old_sets]());
+    std::swap(old, sets_);
+    mask_ = 2 * old_sets - 1;
+    for (int w = 1; w >= 0; --w)
+        for (size_t i = 0; i < old_sets; ++i)
+            if (old[i].way[w].size != 0) insert(old[i].way[w]);
+    puts_ = 0;
+}
 
 void ShortChunkCache::put(const ShortKey& key, const uint32_t* ids, size_t n_ids) {
     if (n_ids == 0 || n_ids > kMaxBytes) return;
-    if (n_ids > kInlineIds && arena_.size() + n_ids > kMaxArenaIds) {  // drop everything, arena offsets included
+    // the arena holds up to 4 ids per set allowed (at most 1M ids); then drop everything
+    if (n_ids > kInlineIds && arena_.size() + n_ids > std::min(kMaxArenaIds, kArenaIdsPerSet * allowed_sets_)) {
         std::fill(sets_.get(), sets_.get() + mask_ + 1, Set());
         arena_.clear();
     }
-    Set& set = sets_[set_index(key)];
-    set.way[1] = set.way[0];
-    Entry& e = set.way[0];
+    if (++puts_ > 2 * (mask_ + 1) && mask_ + 1 < allowed_sets_) grow();
+    Entry e{};
     e.lo = key.lo;
     e.hi = key.hi;
     e.size = static_cast<uint8_t>(key.size);
@@ -54,18 +71,21 @@ void ShortChunkCache::put(const ShortKey& key, const uint32_t* ids, size_t n_ids
         e.ids[0] = static_cast<uint32_t>(arena_.size());
         arena_.insert(arena_.end(), ids, ids + n_ids);
     }
+    insert(e);
 }
 
-CachePool::Lease CachePool::lend() {
+CachePool::Lease CachePool::lend(size_t input_bytes) {
+    std::unique_ptr<WorkerCache> cache;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (!idle_.empty()) {
-            std::unique_ptr<WorkerCache> cache = std::move(idle_.back());
+            cache = std::move(idle_.back());
             idle_.pop_back();
-            return Lease(*this, std::move(cache));
         }
     }
-    return Lease(*this, std::unique_ptr<WorkerCache>(new WorkerCache()));
+    if (!cache) cache.reset(new WorkerCache());
+    cache->allow(input_bytes);
+    return Lease(*this, std::move(cache));
 }
 
 void CachePool::give_back(std::unique_ptr<WorkerCache> cache) {

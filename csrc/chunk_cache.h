@@ -1,6 +1,7 @@
 // Bounded caches of chunk bytes -> token ids for the encoder.  Pure C++17.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -15,9 +16,18 @@ namespace storygpt {
 
 // chunk bytes -> ids, not synchronised: keys and ids live in two arenas;
 // when the table is half full or the key arena full, everything is dropped.
+// Empty until the first put; then the table and arenas grow with use.
 class CacheTable {
    public:
     CacheTable(size_t slots, size_t max_key_bytes) : slots_(slots), max_key_bytes_(max_key_bytes) {}
+    // Counts an input that is about to be encoded: the table may hold one
+    // slot per 64 bytes and keys of a quarter of the bytes of all the inputs
+    // it was lent for (at least 1,024 slots and 64 KiB, at most its maximum).
+    void allow(size_t input_bytes) {
+        seen_bytes_ += input_bytes;
+        allowed_slots_ = std::min(slots_, std::max<size_t>(1024, seen_bytes_ / 64));
+        allowed_key_bytes_ = std::min(max_key_bytes_, std::max<size_t>(size_t(1) << 16, seen_bytes_ / 4));
+    }
     // Appends the cached ids of chunk p[0, n) (hash h) to `out`; false if absent.
     bool get(const unsigned char* p, size_t n, uint64_t h, std::vector<uint32_t>& out) const;
     void put(const unsigned char* p, size_t n, uint64_t h, const uint32_t* ids, size_t n_ids);
@@ -36,7 +46,8 @@ class CacheTable {
         };
     }
     size_t slots_, max_key_bytes_;
-    HashMap<Entry, HashOf> map_{0};  // sized on first put
+    size_t allowed_slots_ = 0, allowed_key_bytes_ = 0, seen_bytes_ = 0;  // allow()
+    HashMap<Entry, HashOf> map_{0};                                      // grows with its entries
     std::string keys_;
     std::vector<uint32_t> ids_;
 };
@@ -78,7 +89,13 @@ inline ShortKey make_short_key(const unsigned char* p, size_t n, const unsigned 
 // bytes and up to 3 ids inline, so a look-up reads one cache line and no
 // arena; a new key evicts its set's least recently inserted entry.  Chunks of
 // more than 3 ids keep them in an arena, dropped with the whole table when
-// full.
+// full (4 ids per set allowed, at most 1M ids).
+//
+// The table starts with kFirstLog2Sets sets (64 KiB) and doubles, keeping its
+// entries, each time it has taken as many new entries as it holds, up to one
+// set per 256 bytes of the inputs it was lent for so far (allow()) and at
+// most 2**max_log2_sets sets: memory follows the input (a short text, or the
+// first megabytes of a stream, take a small cache; a long text the whole).
 //
 // Measured (callgrind, one encode of 2 MB of the varied corpus, GPT-2
 // vocabulary): in front of the former shared + private CacheTables it cut
@@ -89,7 +106,17 @@ class ShortChunkCache {
    public:
     static constexpr size_t kMaxBytes = 16;
 
-    explicit ShortChunkCache(unsigned log2_sets);
+    explicit ShortChunkCache(unsigned max_log2_sets);
+    // Counts an input that is about to be encoded: the table may grow to one
+    // set per kBytesPerSet bytes of all the inputs it was lent for (never
+    // above its maximum), so that its memory (64 bytes a set) stays a quarter
+    // of what it has encoded.
+    void allow(size_t input_bytes) {
+        seen_bytes_ += input_bytes;
+        while (allowed_sets_ < max_sets_ && allowed_sets_ * 2 * kBytesPerSet <= seen_bytes_) allowed_sets_ *= 2;
+    }
+    static constexpr size_t kBytesPerSet = 256;
+    static constexpr size_t kArenaIdsPerSet = 4;
     // Appends the cached ids of `key` to `out`; false if absent.
     bool get(const ShortKey& key, std::vector<uint32_t>& out) const {
         const Set& set = sets_[set_index(key)];
@@ -104,6 +131,7 @@ class ShortChunkCache {
     void put(const ShortKey& key, const uint32_t* ids, size_t n_ids);
 
    private:
+    static constexpr unsigned kFirstLog2Sets = 10;
     static constexpr size_t kInlineIds = 3;
     static constexpr size_t kMaxArenaIds = size_t(1) << 20;
     struct Entry {
@@ -123,16 +151,30 @@ class ShortChunkCache {
         x *= 0xBF58476D1CE4E5B9ULL;
         return (x ^ (x >> 32)) & mask_;
     }
+    void grow();
+    void insert(const Entry& e) {
+        Set& set = sets_[set_index(ShortKey{e.lo, e.hi, e.size})];
+        set.way[1] = set.way[0];
+        set.way[0] = e;
+    }
     std::unique_ptr<Set[]> sets_;
     size_t mask_;
+    size_t max_sets_;
+    size_t allowed_sets_;    // grows no further than this (allow())
+    size_t seen_bytes_ = 0;  // bytes of the inputs counted by allow()
+    size_t puts_ = 0;        // entries put since the last growth
     std::vector<uint32_t> arena_;
 };
 
 // The caches one thread uses for one encoding call: short chunks in a
 // ShortChunkCache, 17-256 byte chunks in a CacheTable.
 struct WorkerCache {
-    ShortChunkCache short_chunks{16};                          // 65,536 sets, 4 MiB
-    CacheTable long_chunks{size_t(1) << 16, size_t(1) << 22};  // 32,768 entries, 4 MiB of keys
+    ShortChunkCache short_chunks{16};                          // up to 65,536 sets, 4 MiB
+    CacheTable long_chunks{size_t(1) << 16, size_t(1) << 22};  // up to 32,768 entries, 4 MiB of keys
+    void allow(size_t input_bytes) {
+        short_chunks.allow(input_bytes);
+        long_chunks.allow(input_bytes);
+    }
 };
 
 // The WorkerCaches of one Encoder, lent to one call (or one thread of a
@@ -155,7 +197,9 @@ class CachePool {
         std::unique_ptr<WorkerCache> cache_;
     };
 
-    Lease lend();
+    // A cache for a call that encodes `input_bytes` bytes (its growth bound:
+    // WorkerCache::allow).
+    Lease lend(size_t input_bytes);
 
    private:
     void give_back(std::unique_ptr<WorkerCache> cache);

@@ -100,7 +100,7 @@ void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_t
     };
     const size_t workers = std::min(threads, n_groups);
     if (workers <= 1) {
-        const CachePool::Lease cache = caches_->lend();
+        const CachePool::Lease cache = caches_->lend(total);
         std::vector<uint32_t> ids;
         for (size_t g = 0; g < n_groups; ++g) {
             encode_group(g, ids, *cache);
@@ -124,7 +124,7 @@ void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_t
     for (size_t w = 1; w < workers; ++w) {
         pool.threads.emplace_back([&] {
             try {
-                const CachePool::Lease cache = caches_->lend();
+                const CachePool::Lease cache = caches_->lend(total);
                 for (size_t i; (i = next.fetch_add(1)) < n_groups;) {
                     encode_group(order[i], group_ids[order[i]], *cache);
                     mailbox.post(order[i]);
@@ -144,7 +144,7 @@ void Encoder::encode_batch(const std::vector<std::string_view>& texts, int num_t
         }
     };
     {
-        const CachePool::Lease cache = caches_->lend();
+        const CachePool::Lease cache = caches_->lend(total);
         for (size_t i; (i = next.fetch_add(1)) < n_groups;) {
             encode_group(order[i], group_ids[order[i]], *cache);
             deliver(order[i], group_ids[order[i]]);

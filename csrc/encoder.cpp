@@ -13,10 +13,16 @@ constexpr size_t kShortChunk = 64;       // encode_short up to here, encode_long
 constexpr size_t kBacktrackChunk = 64;   // the backtracking encoder above this (when the vocabulary allows it)
 constexpr size_t kMaxCachedChunk = 256;  // longer chunks are not cached
 
-void check_id(int64_t id, const char* what) {
-    if (id < 0 || id > kMaxTokenId)
+// Ids may leave gaps (unused ids), but the tables sized by the largest id
+// stay within the input's size: every id is below 256 + merges + kMaxIdGap.
+constexpr int64_t kMaxIdGap = int64_t(1) << 16;
+
+void check_id(int64_t id, const char* what, size_t n_merges) {
+    const int64_t limit = std::min<int64_t>(kMaxTokenId, 256 + static_cast<int64_t>(n_merges) + kMaxIdGap - 1);
+    if (id < 0 || id > limit)
         throw std::invalid_argument(std::string(what) + " " + std::to_string(id) + " is out of range [0, " +
-                                    std::to_string(kMaxTokenId) + "]");
+                                    std::to_string(limit) + "] (256 + " + std::to_string(n_merges) +
+                                    " merges + a gap of " + std::to_string(kMaxIdGap) + " unused ids at most)");
 }
 
 std::string describe(size_t i, const MergeRule& m) {
@@ -44,7 +50,7 @@ Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::
     };
     for (int b = 0; b < 256; ++b) {
         const int64_t id = byte_ids ? (*byte_ids)[b] : b;
-        check_id(id, "byte id");
+        check_id(id, "byte id", merges.size());
         if (has_token(id)) throw std::invalid_argument("byte_ids must hold 256 distinct ids");
         define(id, std::string(1, static_cast<char>(b)));
         byte_ids_[b] = static_cast<uint32_t>(id);
@@ -57,7 +63,7 @@ Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::
         const MergeRule& m = merges[i];
         if (!has_token(m.left) || !has_token(m.right))
             throw std::invalid_argument(describe(i, m) + " uses an id not defined before it");
-        check_id(m.new_id, "new id");
+        check_id(m.new_id, (describe(i, m) + ": new id").c_str(), merges.size());
         std::string bytes = vocab[m.left] + vocab[m.right];
         if (!has_token(m.new_id))
             define(m.new_id, bytes);
@@ -143,7 +149,7 @@ void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
     // The chunks that no cache would keep (single bytes, chunks over
     // kMaxCachedChunk) before the first that one would, without a cache: a
     // text of one long chunk (a run of spaces, a line of letters) borrows
-    // none, and a fresh cache costs milliseconds (its 4 MiB first touched).
+    // none (a fresh cache costs its tables first touched).
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     size_t start = 0;
     for (size_t end; start < data.size(); start = end) {
@@ -157,7 +163,7 @@ void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
             break;
     }
     if (start == data.size()) return;
-    const CachePool::Lease cache = caches_->lend();
+    const CachePool::Lease cache = caches_->lend(data.size());
     encode_pieces(data, out, *cache, start);
 }
 
@@ -169,7 +175,8 @@ void Encoder::encode_file(const std::string& path, int num_threads, size_t windo
     std::vector<std::unique_ptr<CachePool::Lease>> caches(static_cast<size_t>(threads));
     std::vector<std::vector<uint32_t>> parts;
     auto encode_run = [&](const ChunkBatch& batch, const ChunkRun& run, std::vector<uint32_t>& ids, size_t w) {
-        if (!caches[w]) caches[w].reset(new CachePool::Lease(caches_->lend()));
+        if (!caches[w])
+            caches[w].reset(new CachePool::Lease(caches_->lend(std::max<size_t>(window_bytes, file.size()))));
         batch.for_each_chunk(run, [&](std::string_view chunk) {
             const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
             encode_chunk(p, chunk.size(), p + chunk.size(), ids, **caches[w]);

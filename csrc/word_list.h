@@ -47,12 +47,12 @@ class WordList {
             code[n++] = static_cast<uint8_t>(delta | 0x80);
         }
         const uint32_t need = size_ + n;
-        uint8_t* out = data_.in_place + size_;
-        if (need > kInline) {
+        if (need > kInline) {  // the heap block (size_ may still be in place: grow moves it)
             if (need > capacity()) grow(need);
-            out = block() + kHeader + size_;
+            std::memcpy(block() + kHeader + size_, code, n);
+        } else {
+            std::memcpy(data_.in_place + size_, code, n);
         }
-        std::memcpy(out, code, n);
         size_ = need;
         last_ = word;
     }

@@ -17,6 +17,13 @@ ruff format --check --quiet .
 # C++ style (.clang-format; files listed in .clang-format-ignore are skipped).
 echo ">> clang-format --dry-run --Werror csrc/"
 clang-format --dry-run --Werror csrc/*.h csrc/*.cpp
+# Default run only: the C++ core built with AddressSanitizer and UndefinedBehaviorSanitizer, on a
+# fixed set of random vocabularies and texts (fuzz/core_fuzz.cpp; any report fails; objects cached
+# in build/sanitize/, about 50 s of CPU to build from scratch, 10 s to run).
+if [ "$#" -eq 0 ]; then
+    echo ">> fuzz/sanitize.sh (C++ core under -fsanitize=address,undefined)"
+    bash "$ROOT/fuzz/sanitize.sh" --quick
+fi
 # Default: the fast tests, on two worker processes (pytest-xdist; many tests start the tools as
 # subprocesses and wait for them). Any argument replaces all of this, e.g. `-m slow`.
 if [ "$#" -eq 0 ]; then

@@ -218,3 +218,72 @@ def test_fuzz_openai(openai):
         _assert_same(ours._encoder, chunk)
         text = chunk.decode("utf-8")
         assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+
+
+@st.composite
+def _small_vocabularies(draw):
+    """Random merges over 'ab' or 'abc' (pairs made again, ids made by two splits), ranks none/rising/random."""
+    alphabet = draw(st.sampled_from([b"ab", b"abc"]))
+    ids, by_bytes, bytes_of = list(alphabet), {}, {c: bytes([c]) for c in alphabet}
+    merges, ranks, level = [], [], dict.fromkeys(alphabet, -1)
+    mode = draw(st.sampled_from(["none", "rising", "random"]))
+    for _ in range(draw(st.integers(1, 40))):
+        a, b = draw(st.sampled_from(ids)), draw(st.sampled_from(ids))
+        joined = bytes_of[a] + bytes_of[b]
+        if joined in by_bytes and draw(st.booleans()):
+            new = by_bytes[joined]  # the same bytes again: one id made by two merges
+        else:
+            new = 256 + len(bytes_of) - len(alphabet)
+            ids.append(new)
+            bytes_of[new] = joined
+            by_bytes.setdefault(joined, new)
+        rank = max(level[a], level[b]) + draw(st.integers(1, 2)) if mode != "random" else draw(st.integers(0, 40))
+        level[new] = max(level.get(new, -1), rank)
+        merges.append((a, b, new))
+        ranks.append(rank)
+    return merges, (None if mode == "none" else ranks), alphabet.decode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(vocab=_small_vocabularies(), data=st.data())
+def test_random_small_vocabularies_hypothesis(vocab, data):
+    """The backtracking encoder, the merge loop and the reference agree on random small vocabularies."""
+    merges, ranks, alphabet = vocab
+    ours, theirs = _bpe.Encoder(merges, ranks=ranks), ref.Encoder(merges, ranks=ranks)
+    for _ in range(3):
+        chunk = data.draw(st.text(alphabet=alphabet, min_size=1, max_size=300)).encode()
+        expected = theirs.encode(chunk)
+        assert ours.encode_chunk(chunk, "backtrack").tolist() == expected
+        assert ours.encode_chunk(chunk, "merge").tolist() == expected
+
+
+def test_long_token_made_twice():
+    """b a^4096 made by (b, a^4096) and (ba, a^4095): once a merge loop per token (quadratic), now by its trees."""
+    merges, ids, n = [], {1: 97}, 1
+    while n < 4096:
+        merges.append((ids[n], ids[n], 256 + len(merges)))
+        n *= 2
+        ids[n] = merges[-1][2]
+    left, length, part = ids[2048], 2048, 1024
+    while part:
+        merges.append((left, ids[part], 256 + len(merges)))
+        left, length, part = merges[-1][2], length + part, part // 2
+    assert length == 4095
+    ba, top = 256 + len(merges), 257 + len(merges)
+    merges += [(98, 97, ba), (98, ids[4096], top), (ba, left, top)]
+    ours, theirs = _bpe.Encoder(merges), ref.Encoder(merges)
+    assert ours.backtrack_refusal == ""
+    for chunk in (b"b" + b"a" * 4096, b"ab" * 100 + b"b" + b"a" * 5000, b"ba" * 300):
+        expected = theirs.encode(chunk)
+        assert ours.encode_chunk(chunk, "backtrack").tolist() == expected
+        assert ours.encode_chunk(chunk, "merge").tolist() == expected
+    assert ours.encode_chunk(b"b" + b"a" * 4096, "backtrack").tolist() == [top]
+
+
+def test_ids_far_beyond_the_merges_are_refused():
+    """The tables are sized by the largest id: it must stay within 256 + merges + 2**16."""
+    with pytest.raises(ValueError, match=r"merge 0 \(97, 98\) -> 5000000: new id 5000000 is out of range \[0, 65792\]"):
+        _bpe.Encoder([(97, 98, 5_000_000)])
+    with pytest.raises(ValueError, match=r"byte id 1099511627776 is out of range"):
+        _bpe.Encoder([], byte_ids=[1 << 40] + list(range(1, 256)))
+    assert _bpe.Encoder([(97, 98, 256 + 1 + (1 << 16) - 1)]).vocab_size == 256 + (1 << 16) + 1

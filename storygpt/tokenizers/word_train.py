@@ -13,10 +13,12 @@ count, ties in code-point order.
 
 from __future__ import annotations
 
+import fcntl
 import heapq
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +30,56 @@ from .word import SPECIALS, WordTokenizer
 #: (about 120 bytes each in a Counter).
 MAX_ENTRIES = 1_000_000
 
+#: Prefix of a WordCounter's private folder; inside it, the file ``lock`` is
+#: locked (``flock``) for the counter's lifetime, so that a folder whose lock
+#: can be taken belongs to a run that is gone (killed before it could clean up).
+FOLDER_PREFIX = ".wordcount."
+#: A folder without a lock file (made by an older version, or killed between
+#: making the folder and its lock) is left over once untouched for this long.
+UNLOCKED_STALE_SECONDS = 3600
+
+
+def remove_leftovers(spill_dir: str | os.PathLike) -> list[Path]:
+    """Remove the private folders of word counters that are gone from ``spill_dir``.
+
+    A folder counts as left over when its lock file can be locked (its owner
+    died: the kernel drops a dead process's locks), or when it has no lock
+    file and was last changed over :data:`UNLOCKED_STALE_SECONDS` ago.  Each
+    removed folder is named in a :class:`UserWarning`.
+
+    Returns:
+        The folders removed.
+    """
+    parent = Path(spill_dir)
+    removed = []
+    if not parent.is_dir():
+        return removed
+    for folder in sorted(parent.glob(FOLDER_PREFIX + "*")):
+        if folder.is_dir() and _is_left_over(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+            warnings.warn(f"removed the folder {folder} left over by a word count that was killed", stacklevel=2)
+    return removed
+
+
+def _is_left_over(folder: Path) -> bool:
+    try:
+        fd = os.open(folder / "lock", os.O_RDWR)
+    except FileNotFoundError:
+        try:
+            return time.time() - folder.stat().st_mtime > UNLOCKED_STALE_SECONDS
+        except FileNotFoundError:  # removed meanwhile
+            return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: a live counter
+        return False
+    finally:
+        os.close(fd)  # also releases a lock just taken
+    return True
+
 
 class WordCounter:
     """Counts of word-level tokens over many texts, spilled to sorted runs on disk.
@@ -38,6 +90,8 @@ class WordCounter:
         max_entries: distinct tokens kept in memory before a spill.
 
     Use as a context manager (or call :meth:`close`) so the runs are removed.
+    Folders left in ``spill_dir`` by counters that were killed are removed on
+    construction, each named in a warning (:func:`remove_leftovers`).
     """
 
     def __init__(self, spill_dir: str | os.PathLike, max_entries: int = MAX_ENTRIES):
@@ -45,10 +99,12 @@ class WordCounter:
             raise ValueError(f"max_entries must be positive, got {max_entries}")
         self._spill_parent = Path(spill_dir)
         self._dir: Path | None = None
+        self._lock_fd: int | None = None
         self.max_entries = max_entries
         self.counts: Counter = Counter()
         self.runs: list[Path] = []
         self.spilled_entries = 0
+        remove_leftovers(self._spill_parent)
 
     def add(self, text: str) -> None:
         """Count the tokens of one text (a document)."""
@@ -59,7 +115,9 @@ class WordCounter:
     def _spill(self) -> None:
         if self._dir is None:
             self._spill_parent.mkdir(parents=True, exist_ok=True)
-            self._dir = Path(tempfile.mkdtemp(prefix=".wordcount.", dir=self._spill_parent))
+            self._dir = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=self._spill_parent))
+            self._lock_fd = os.open(self._dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         path = self._dir / f"run{len(self.runs):04d}.tsv"
         with open(path, "w", encoding="utf-8", newline="\n") as f:  # tokens hold no white space
             f.writelines(f"{t}\t{c}\n" for t, c in sorted(self.counts.items()))
@@ -106,6 +164,9 @@ class WordCounter:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
         self.runs = []
 
     def __enter__(self) -> WordCounter:
