@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from storygpt.report import ReportError, duration, human, number, result_from_files, sci
 
 #: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
@@ -45,11 +46,6 @@ MEASUREMENT = ("data_dir", "bits_chars", "block_chars")
 
 class CompareError(Exception):
     """A problem reported in one line: ``compare.py: error: MESSAGE``."""
-
-
-def number(value: float) -> str:
-    """``6e12 -> '6e12'``, ``2e9 -> '2e9'``, ``2.5e6 -> '2.5e6'``, ``300 -> '300'`` (3 significant digits)."""
-    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{value:.3g}")
 
 
 @dataclass
@@ -403,8 +399,6 @@ def vocab_size_of(data_dir: Path, slug: str) -> int | None:
 def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = None) -> str:
     """compare.py's line for run ``i`` of ``n``: ``what`` was done, then the figures of its summary.json and
     bits.json (steps, tokens, characters, FLOPs, training time, held-out bits/char) and ``seconds`` in all."""
-    from storygpt.report import duration, human, sci
-
     head = f"[{i}/{n}] {run.label:<24}"
     s = read_json_or_none(run.folder / "summary.json") or {}
     b = read_json_or_none(run.folder / "bits.json") or {}
@@ -425,7 +419,6 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
 def collect(runs: list[Run]):
     """Each run's :class:`storygpt.report.RunResult` and curve; checks they share the held-out characters."""
     from storygpt.plot import MetricsError, run_curve
-    from storygpt.report import ReportError, result_from_files
 
     results, curves = [], []
     for run in runs:

@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -432,7 +433,7 @@ def sweep_section(sw) -> list[str]:
     if sw.crossovers:
         for a, b, lo, hi, c in sw.crossovers:
             lines.append(
-                f"- `{a}` and `{b}` change order between budgets {number_words(lo)} and {number_words(hi)} "
+                f"- `{a}` and `{b}` change order between budgets {number(lo)} and {number(hi)} "
                 f"(about {sci(c)} FLOPs, linear in log compute between the two means)."
             )
     else:
@@ -440,10 +441,9 @@ def sweep_section(sw) -> list[str]:
     return lines + [""]
 
 
-def number_words(x: float) -> str:
-    from storygpt.comparison import number
-
-    return number(x)
+def number(value: float) -> str:
+    """``6e12 -> '6e12'``, ``2e9 -> '2e9'``, ``2.5e6 -> '2.5e6'``, ``300 -> '300'`` (3 significant digits)."""
+    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{value:.3g}")
 
 
 def intrinsic_section(gs, correlations) -> list[str]:
@@ -550,7 +550,7 @@ def render_markdown(results: Sequence[RunResult], meta: ReportMeta) -> str:
     for b in budgets:
         bg = [g for g in gs if g.budget == b]
         if len(budgets) > 1:
-            lines += [f"## Budget {number_words(b)}", ""]
+            lines += [f"## Budget {number(b)}", ""]
         else:
             lines += ["## Result", ""]
         lines += summary_section(bg, analysis.verdict(bg), several) + [""]

@@ -104,13 +104,7 @@ def test_the_checker_finds_a_cycle_and_a_private_import():
     assert "storygpt.tokenizers.base" in edges["storygpt.tokenizers.bpe"]  # relative imports resolved
 
 
-@pytest.mark.parametrize(
-    "scope",
-    [
-        "storygpt.tokenizers",
-        pytest.param("storygpt", marks=pytest.mark.xfail(reason="issue 23: the rest of the library is not done yet")),
-    ],
-)
+@pytest.mark.parametrize("scope", ["storygpt.tokenizers", "storygpt"])
 def test_no_import_cycle_and_no_private_import(scope):
     edges, private = graph()
     inside = [c for c in cycles(edges) if any(m == scope or m.startswith(scope + ".") for m in c)]

@@ -206,7 +206,7 @@ def split_documents(docs: Sequence[str], valid_fraction: float = 0.1) -> tuple[l
     if n == 0:
         raise ValueError("no documents to split")
     if n == 1:
-        return _split_single(docs[0], valid_fraction)
+        return split_single(docs[0], valid_fraction)
     k = min(n - 1, max(1, round(n * valid_fraction)))
     keys = sorted(
         range(n), key=lambda i: hashlib.sha256(f"{i}:".encode() + docs[i].encode("utf-8", "surrogatepass")).digest()
@@ -217,7 +217,7 @@ def split_documents(docs: Sequence[str], valid_fraction: float = 0.1) -> tuple[l
     return train, valid
 
 
-def _split_single(doc: str, valid_fraction: float) -> tuple[list[str], list[str]]:
+def split_single(doc: str, valid_fraction: float) -> tuple[list[str], list[str]]:
     lines = doc.split("\n")
     # candidate cut points: after line i (1 <= i < len(lines)), both sides non-blank
     target = len(doc) * (1 - valid_fraction)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .corpora import _split_single
+from .corpora import split_single
 from .docstream import DocumentFile, OnBytes
 
 #: Bytes of each document's sha256 key kept in memory by plan_split.
@@ -81,7 +81,7 @@ def plan_split(docs: DocumentFile, valid_fraction: float = 0.1, on_bytes: OnByte
     n = len(keys)
     if n == 1:
         try:
-            _split_single(first, valid_fraction)
+            split_single(first, valid_fraction)
         except ValueError as e:
             raise ValueError(f"{docs.path}: {e}") from None
         return SplitPlan(1, characters, np.zeros(0, dtype=np.int64), True, valid_fraction)
@@ -113,7 +113,7 @@ def iter_split(docs: DocumentFile, plan: SplitPlan, on_bytes: OnBytes = None) ->
     if plan.single:
         (doc,) = list(docs.iter(on_bytes))  # a single document is held whole: it must be cut in two
         try:
-            train, valid = _split_single(doc, plan.valid_fraction)
+            train, valid = split_single(doc, plan.valid_fraction)
         except ValueError as e:
             raise ValueError(f"{docs.path}: {e}") from None
         yield "train", train[0]
