@@ -155,6 +155,9 @@ def test_spm_trained_matches_processor(model_type, tmp_path):
     assert [proc.id_to_piece(i) for i in proc.encode("😀")][-4:] == ["<0xF0>", "<0x9F>", "<0x98>", "<0x80>"]
     ids = tok.encode("a<|endoftext|>b", allowed_special="all")
     assert 2 in ids and tok.decode(ids) == "a<|endoftext|>b"
+    # token bytes: the text again, plus the dummy-prefix space
+    ids = tok.encode("Héllo 😀<|endoftext|>", allowed_special="all")
+    assert b"".join(tok.token_bytes(i) for i in ids) == " Héllo 😀<|endoftext|>".encode()
     # the file carries the model: loads after the .model file is gone
     tok.save(tmp_path / "t.json")
     model.unlink()

@@ -146,6 +146,22 @@ class SentencePieceTokenizer(Tokenizer):
             raise ValueError(f"unknown token id {t} (vocab_size {self._vocab_size})")
         return self._sp.id_to_piece(t)
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for: a byte piece ``<0xNN>`` its byte, a special token its
+        UTF-8, another piece its text with ``\u2581`` as a space (so the dummy prefix of a text's
+        first piece counts as one byte the text lacks).
+
+        Raises:
+            ValueError: unknown id (named).
+        """
+        t = as_int(token_id, "token id", ValueError)
+        piece = self.id_to_token(t)
+        if t in self._extra or self._sp.is_control(t):
+            return piece.encode("utf-8")
+        if self._sp.is_byte(t):
+            return bytes([int(piece[3:5], 16)])
+        return piece.replace("\u2581", " ").encode("utf-8")
+
     # ---------------------------------------------------------------------- encode
     def _pieces(self, text: str, allowed: frozenset) -> list[str | int]:
         """Text pieces (str) and allowed special-token ids (int), in order."""
