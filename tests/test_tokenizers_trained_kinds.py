@@ -164,6 +164,15 @@ def test_spm_trained_matches_processor(model_type, tmp_path):
     assert load(tmp_path / "t.json").encode(UNSEEN) == proc.encode(UNSEEN)
 
 
+def test_long_documents_reach_the_trainer_in_pieces():
+    from storygpt.tokenizers.spm import sentences
+
+    doc = "ab\n" * 5 + "x" * 25 + "\nend"
+    pieces = list(sentences(["short", doc], limit=8))
+    assert pieces == ["short", "ab\nab\n", "ab\nab\n", "ab\n"] + ["xx"] * 9 + ["xxxxxxx\n", "end"]
+    assert "".join(pieces[1:]) == doc
+
+
 def test_sp_model_without_eot_gets_one_more_id(tmp_path):
     proto = spm.SentencePieceTrainer
     import io

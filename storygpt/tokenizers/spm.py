@@ -21,7 +21,7 @@ import base64
 import binascii
 import io
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,8 @@ from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, clean_t
 #: ``sentencepiece``'s reservoir sample of documents, above which training samples this many
 #: (seeded, so the sample is the same every run); below it every document is used.
 MAX_SENTENCES = 2_000_000
-#: Documents longer than this many bytes are left out of training by ``sentencepiece``.
+#: ``sentencepiece`` leaves out sentences longer than this many bytes, so longer documents are
+#: given to it in pieces cut after a newline (:func:`sentences`).
 MAX_SENTENCE_BYTES = 1 << 20
 SEED = 0
 
@@ -270,11 +271,35 @@ class SentencePieceTokenizer(Tokenizer):
 
 
 # ------------------------------------------------------------------------- training
+def sentences(docs: Iterable[str], limit: int = MAX_SENTENCE_BYTES) -> Iterator[str]:
+    """The documents as ``sentencepiece`` training sentences: each document whole when its UTF-8
+    fits in ``limit`` bytes, else in pieces of at most ``limit`` bytes cut after a newline (a
+    line longer than that: cut between characters)."""
+    for doc in docs:
+        if len(doc.encode("utf-8")) <= limit:
+            yield doc
+            continue
+        piece, size = [], 0
+        for line in doc.splitlines(keepends=True):
+            n = len(line.encode("utf-8"))
+            if size + n > limit and piece:
+                yield "".join(piece)
+                piece, size = [], 0
+            while n > limit:  # one line over the limit: cut at limit // 4 characters (<= limit bytes)
+                yield line[: limit // 4]
+                line = line[limit // 4 :]
+                n = len(line.encode("utf-8"))
+            piece.append(line)
+            size += n
+        if piece:
+            yield "".join(piece)
+
+
 def train_sentencepiece(docs: Iterable[str], vocab_size: int, model_type: str) -> bytes:
     """Train a SentencePiece model (``SentencePieceTrainer``), lossless and deterministic.
 
     Args:
-        docs: the training documents (str), one sentence each, read once.
+        docs: the training documents (str), one sentence each (:func:`sentences`), read once.
         vocab_size: the vocabulary size (an upper bound: ``hard_vocab_limit`` off, so a
             small corpus gives fewer pieces instead of an error).
         model_type: ``"unigram"`` or ``"bpe"``.
@@ -297,7 +322,7 @@ def train_sentencepiece(docs: Iterable[str], vocab_size: int, model_type: str) -
     out = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(docs),
+            sentence_iterator=sentences(docs),
             model_writer=out,
             vocab_size=vocab_size,
             model_type=model_type,
