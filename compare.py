@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="SPEC",
         help="tokenizer SPECs as data.py --tokenizer takes them: bpe[:VOCAB], word[:VOCAB], byte, tiktoken:NAME, "
-        "hf:PATH, file:PATH. Default: " + " ".join(DEFAULT_SPECS),
+        "hf:PATH, file:PATH, unigram[:VOCAB], wordpiece[:VOCAB], sp:PATH, spm-unigram[:VOCAB], spm-bpe[:VOCAB] "
+        "(docs/tokenizers.md). Default: " + " ".join(DEFAULT_SPECS),
     )
     p.add_argument(
         "--report",

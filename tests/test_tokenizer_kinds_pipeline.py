@@ -1,7 +1,8 @@
 """Every tokenizer kind through the tools: data.py --tokenizer SPEC -> checkpoint -> bits.py, sample.py.
 
 Kinds: bpe, word, byte, tiktoken:gpt2 (needs tiktoken and ../shared/tiktoken_cache), hf:PATH (a
-WordPiece and a Unigram tokenizer.json trained here with Hugging Face ``tokenizers``), file:PATH.
+WordPiece and a Unigram tokenizer.json trained here with Hugging Face ``tokenizers``), file:PATH,
+unigram and spm-unigram (needs sentencepiece).
 The checkpoint carries the whole tokenizer: it still loads after the original file is deleted.
 """
 
@@ -16,6 +17,13 @@ from conftest import CACHE, HAVE_TIKTOKEN, run_tool, run_tools
 
 from storygpt.tokenizers import from_dict, load, parse_spec
 from storygpt.tokenizers.bpe_train import train_bpe
+
+try:
+    import sentencepiece  # noqa: F401
+
+    HAVE_SENTENCEPIECE = True
+except ImportError:
+    HAVE_SENTENCEPIECE = False
 
 WORDS = "the cat sat on a mat and a dog ran to the old tree where children played all day long".split()
 
@@ -63,6 +71,11 @@ def specs(tmp: Path, corpus: Path) -> list[str]:
     out = ["bpe:300", "word:60", "byte", f"hf:{hf['wordpiece']}", f"hf:{hf['unigram']}", f"file:{own}"]
     if CACHE.is_dir() and HAVE_TIKTOKEN:
         out.append("tiktoken:gpt2")
+    # one kind per training library (wordpiece and spm-bpe differ only in the trainer: tested in
+    # test_tokenizers_trained_kinds.py); tokenizers is installed here (hf_files skips without it)
+    out.append("unigram:300")
+    if HAVE_SENTENCEPIECE:
+        out.append("spm-unigram:400")
     return out
 
 
@@ -114,7 +127,9 @@ def test_data_py_writes_slug_files_for_every_kind(prepared):
         assert stats["spec"] == str(parse_spec(spec)) and stats["vocab_size"] == tok.vocab_size
         ids = read_tokens(folder / f"valid-{slug}.bin", tok)
         assert int(ids.max()) < tok.vocab_size and tok.eot_id in ids.tolist()
-        if spec.startswith(("bpe", "byte", "tiktoken", "file")):  # lossless kinds give the documents back
+        if spec.startswith(
+            ("bpe", "byte", "tiktoken", "file", "unigram", "wordpiece", "spm-")
+        ):  # lossless kinds give the documents back
             assert tok.decode(ids.tolist()) == valid.rstrip("\n").replace("\n<|endoftext|>\n", "<|endoftext|>")
         share = stats["splits"]["valid"]["unk_share"]
         assert (share is None) == (tok.unk_id is None), spec  # unk reported only where the kind has one

@@ -44,7 +44,9 @@ from .base import EOT, Tokenizer
 from .bpe import BPETokenizer, ByteTokenizer
 from .bpe_train import train_bpe
 from .hf import HFTokenizer
+from .hf_trained import build_unigram, build_wordpiece
 from .interop import from_tiktoken
+from .spm import SentencePieceTokenizer, build_spm_bpe, build_spm_unigram
 from .word import WordTokenizer
 from .word_train import train_word_tokenizer
 
@@ -130,8 +132,8 @@ def register_kind(
         ValueError: a bad name or ``arg``, a class without ``from_spec``, or a kind
             registered twice with a different builder.
     """
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        raise ValueError(f"tokenizer kind name {name!r} must be lower-case letters, digits and _")
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
+        raise ValueError(f"tokenizer kind name {name!r} must be lower-case letters, digits, _ and -")
     if arg not in ARG_TYPES:
         raise ValueError(f"arg must be one of {ARG_TYPES}, got {arg!r}")
     if arg == "vocab" and default_vocab is None:
@@ -267,3 +269,8 @@ register_kind("byte", lambda arg, docs, opt: ByteTokenizer())
 register_kind("tiktoken", lambda arg, docs, opt: from_tiktoken(arg), arg="name")
 register_kind("hf", HFTokenizer, arg="path")
 register_kind("file", lambda arg, docs, opt: load(arg), arg="path")
+register_kind("unigram", build_unigram, arg="vocab", default_vocab=8192)
+register_kind("wordpiece", build_wordpiece, arg="vocab", default_vocab=8192)
+register_kind("sp", SentencePieceTokenizer, arg="path")
+register_kind("spm-unigram", build_spm_unigram, arg="vocab", default_vocab=8192)
+register_kind("spm-bpe", build_spm_bpe, arg="vocab", default_vocab=8192)
