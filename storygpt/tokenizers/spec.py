@@ -177,7 +177,7 @@ class TokenizerSpec:
     @property
     def vocab_size(self) -> int | None:
         """The vocabulary size asked for (``bpe``/``word`` and other trained kinds), else ``None``."""
-        return int(self.arg) if self.arg_type == "vocab" else None
+        return int(self.arg.partition(":")[0]) if self.arg_type == "vocab" else None
 
     @property
     def is_trained(self) -> bool:
@@ -199,7 +199,7 @@ class TokenizerSpec:
             FileNotFoundError: an ``hf:``/``file:`` SPEC whose file does not exist.
         """
         if self.arg_type in ("vocab", "name"):
-            return f"{self.kind}-{self.arg}"
+            return f"{self.kind}-{self.arg.replace(':', '-')}"
         if self.arg_type == "none":
             return self.kind
         path = Path(self.arg)
@@ -240,6 +240,8 @@ def parse_spec(text: str) -> TokenizerSpec:
     if info.arg == "vocab":
         if not sep:
             return TokenizerSpec(kind, str(info.default_vocab))
+        if kind == "superbpe":
+            return _superbpe_spec(text, arg)
         if not re.fullmatch(r"[0-9]+", arg) or int(arg) == 0:
             raise SpecError(f"tokenizer SPEC {text!r}: VOCAB must be a positive whole number, got {arg!r}")
         return TokenizerSpec(kind, str(int(arg)))
@@ -354,3 +356,30 @@ register_kind("byte", _build_byte)
 register_kind("tiktoken", _build_tiktoken, arg="name")
 register_kind("hf", _build_hf, arg="path")
 register_kind("file", _build_file, arg="path")
+
+
+# ----------------------------------------------------------------------------- superbpe (issue 21)
+# The one hook of SuperBPE into the kind tables: the kind with its file kind, and its
+# ARG V[:T] (checked here, before data.py writes anything).
+def _superbpe_spec(text: str, arg: str) -> TokenizerSpec:
+    from .superbpe_reference import check_transition, default_transition
+
+    m = re.fullmatch(r"([0-9]+)(?::([0-9]+))?", arg)
+    if m is None or int(m[1]) == 0:
+        raise SpecError(f"tokenizer SPEC {text!r}: expected superbpe:V or superbpe:V:T (whole numbers), got {arg!r}")
+    vocab = int(m[1])
+    t = default_transition(vocab, 2) if m[2] is None else int(m[2])
+    try:
+        check_transition(vocab, t, 2)  # the SPEC's tokenizers hold <pad> and <|endoftext|>
+    except ValueError as e:
+        raise SpecError(f"tokenizer SPEC {text!r}: {e}") from None
+    return TokenizerSpec("superbpe", str(vocab) if m[2] is None else f"{vocab}:{t}")
+
+
+def _register_superbpe() -> None:
+    from .superbpe import SuperBPETokenizer
+
+    register_kind("superbpe", SuperBPETokenizer, arg="vocab", default_vocab=DEFAULT_VOCAB["bpe"])
+
+
+_register_superbpe()
