@@ -3,6 +3,8 @@
 
     python benchmarks/superbpe_bench.py CORPUS.txt [--vocab 8192] [--repeats 2] [--encode-bytes 5000000]
     python benchmarks/superbpe_bench.py CORPUS.txt --chars-per-token --vocab 2048 8192
+    python benchmarks/superbpe_bench.py data/shakespeare/train.txt --valid data/shakespeare/valid.txt \
+        --chars-per-token --vocab 2048 8192 --shares 0.5 0.75 0.9
 
 Training (per vocabulary V): storygpt BPE and SuperBPE (default T = 0.9 V) both train on
 the file (streamed, ``num_threads=1``, pattern gpt4), interleaved ``--repeats`` times;
@@ -13,8 +15,10 @@ tiktoken running storygpt's BPE of the same V (``to_tiktoken``), after checking 
 tiktoken's ids are storygpt BPE's ids and SuperBPE's ids are those of its exported
 ``tokenizer.json`` in stock Hugging Face ``tokenizers``.  Times are CPU seconds
 (``resource.getrusage``, user + system) with the load average printed.
-``--chars-per-token``: the documents are split 90/10 in order (whole documents); both
-tokenizers train on the first part and the held-out characters per token are printed.
+``--chars-per-token``: the documents are split 90/10 in order (whole documents), or
+``--valid FILE`` holds the held-out documents (data.py's ``valid.txt``); both tokenizers
+train on the training part (SuperBPE with T = each ``--shares`` x V) and the held-out
+characters per token are printed.
 """
 
 from __future__ import annotations
@@ -85,6 +89,10 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=2, help="interleaved training runs of each tokenizer")
     p.add_argument("--encode-bytes", type=int, default=5_000_000, help="bytes of the corpus to encode")
     p.add_argument("--chars-per-token", action="store_true", help="held-out characters per token instead of times")
+    p.add_argument("--valid", help="held-out documents for --chars-per-token (default: the last 10%% of CORPUS)")
+    p.add_argument(
+        "--shares", type=float, nargs="+", default=[0.9], help="transition points T / V for --chars-per-token"
+    )
     a = p.parse_args(argv)
     print(f"# {a.corpus}: {os.path.getsize(a.corpus):,} bytes; load average {os.getloadavg()}")
     if a.chars_per_token:
@@ -106,19 +114,22 @@ def main(argv=None) -> None:
 
 def chars_per_token(a) -> None:
     docs = Path(a.corpus).read_text(encoding="utf-8").split(f"\n{EOT}\n")
-    cut = len(docs) * 9 // 10
-    train, held = EOT.join(docs[:cut]), docs[cut:]
+    if a.valid:
+        train, held = EOT.join(docs), Path(a.valid).read_text(encoding="utf-8").split(f"\n{EOT}\n")
+    else:
+        cut = len(docs) * 9 // 10
+        train, held = EOT.join(docs[:cut]), docs[cut:]
     n_chars = sum(len(d) for d in held)
     for vocab in a.vocab:
         bpe = BPETokenizer.train(train, vocab, pattern="gpt4", special_tokens=SPECIALS)
-        sup = SuperBPETokenizer.train(train, vocab, pattern="gpt4", special_tokens=SPECIALS)
         nb = sum(len(x) for x in bpe.encode_batch(held, disallowed_special=()))
-        ns = sum(len(x) for x in sup.encode_batch(held, disallowed_special=()))
-        assert sup.decode(sup.encode(held[0], disallowed_special=())) == held[0]
-        print(
-            f"V={vocab} T={sup.transition}: {len(held)} held-out documents, {n_chars:,} characters; chars/token "
-            f"bpe {n_chars / nb:.3f}, superbpe {n_chars / ns:.3f} (+{100 * (nb / ns - 1):.1f}%)"
-        )
+        print(f"V={vocab}: {len(held)} held-out documents, {n_chars:,} characters; bpe {n_chars / nb:.3f} chars/token")
+        for share in a.shares:
+            t = int(vocab * share)
+            sup = SuperBPETokenizer.train(train, vocab, t, pattern="gpt4", special_tokens=SPECIALS)
+            ns = sum(len(x) for x in sup.encode_batch(held, disallowed_special=()))
+            assert sup.decode(sup.encode(held[0], disallowed_special=())) == held[0]
+            print(f"  superbpe T={t}: {n_chars / ns:.3f} chars/token ({100 * (nb / ns - 1):+.1f}% vs bpe)")
 
 
 if __name__ == "__main__":
