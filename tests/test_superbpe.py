@@ -202,3 +202,13 @@ def test_bad_transition_in_train_names_it_and_writes_nothing(t, tmp_path):
     with pytest.raises(ValueError, match=f"T={t}"):
         _load_cpp().superbpe_train(b"a b", vocab_size=400, transition=t, special_tokens=[b"x", b"y"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_build_tokenizer_trains_the_spec():
+    from storygpt.tokenizers import BuildOptions, build_tokenizer
+
+    docs = ["To be, or not to be: that is the question. Whether 'tis nobler in the mind to suffer!\n" * 20] * 3
+    tok = build_tokenizer(parse_spec("superbpe:300:280"), docs, BuildOptions(pattern="gpt2"))
+    assert isinstance(tok, SuperBPETokenizer) and tok.vocab_size == 300
+    assert (tok.transition, tok.stage1_pattern, tok.stage1_merges) == (280, "gpt2", 280 - 258)
+    assert tok.special_tokens == {"<pad>": 298, EOT: 299}

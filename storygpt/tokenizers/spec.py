@@ -9,6 +9,7 @@ A SPEC is ``KIND`` or ``KIND:ARG``:
 ``tiktoken:NAME``         an OpenAI encoding (``gpt2``, ``cl100k_base``, ``o200k_base``, ...)
 ``hf:PATH``               a Hugging Face ``tokenizer.json``
 ``file:PATH``             a storygpt tokenizer file (``tokenizer-*.json``)
+``superbpe[:V[:T]]``      SuperBPE (superbpe.py): BPE up to T, then tokens across words up to V
 ========================  ==========================================================
 
 :func:`parse_spec` checks the syntax (it opens no file; a ``tiktoken`` NAME must be an
