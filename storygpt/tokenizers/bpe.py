@@ -662,10 +662,14 @@ class BPETokenizer(Tokenizer):
         # Lone surrogates are not cleaned before cutting: one at the end may pair with the
         # next line's (encode() cleans each part; a safe cut never falls between two surrogates).
         rx, maxlen = self._special_rx(frozenset(specials))
-        return lambda text: self._safe_cut(text, rx, maxlen)
+        return lambda text: self._safe_cut(text, rx, maxlen, self._cut_rx)
+
+    #: Reverse-search regex whose match end is a chunk boundary no later text moves
+    #: (subclasses with other patterns replace it; SuperBPETokenizer does).
+    _cut_rx = _CUT_RX
 
     @staticmethod
-    def _safe_cut(text: str, rx, maxlen: int) -> int:
+    def _safe_cut(text: str, rx, maxlen: int, cut_rx=_CUT_RX) -> int:
         """The largest safe cut position in ``text`` (0 if none); see :meth:`_safe_cut_for`."""
         limit = len(text) - max(maxlen, 1)
         if limit <= 0:
@@ -674,7 +678,7 @@ class BPETokenizer(Tokenizer):
         best_special = max((e for s, e in spans if e <= limit), default=0)
         end = limit + 1  # the look-ahead may see text[limit]
         while end > best_special:
-            m = _CUT_RX.search(text, 0, end)
+            m = cut_rx.search(text, 0, end)
             if m is None:
                 break
             p = m.end()

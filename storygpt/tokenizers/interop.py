@@ -50,6 +50,7 @@ TEXT_PATTERNS = {
     "gpt2": bpe_reference.PATTERNS["gpt2"],
     "gpt4": bpe_reference.PATTERNS["gpt4"],
     "o200k": bpe_reference.PATTERNS["o200k"],
+    "superword": bpe_reference.PATTERNS["superword"].decode("ascii"),  # SuperBPE's stage 2 (ASCII classes only)
 }
 
 #: The same patterns as Hugging Face ``tokenizers`` (Oniguruma, Ruby syntax) must read them.
@@ -62,6 +63,7 @@ HF_PATTERNS = {
     "gpt4": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
     r"""|\s*[\r\n]+|\s+(?!\S)|\s+""",
     "o200k": bpe_reference.PATTERNS["o200k"],
+    "superword": TEXT_PATTERNS["superword"],
 }
 
 #: Split patterns found in ``tokenizer.json`` files, mapped to storygpt's pattern names.
