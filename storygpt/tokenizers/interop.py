@@ -350,11 +350,13 @@ def from_gpt2_files(
     (:func:`~storygpt.tokenizers.gpt2_bytes_to_unicode`); tokens are mapped back to raw
     bytes here.  Ids come from ``encoder.json`` (so byte ids differ from byte values);
     merge ranks are the line order of ``vocab.bpe``; tokens of ``encoder.json`` that look
-    like ``<|...|>`` (``<|endoftext|>``) become special tokens with their ids.
+    like ``<|...|>`` (``<|endoftext|>``) become special tokens with their ids (any other
+    entry no merge makes: an added token, see :meth:`BPETokenizer.from_vocab`).
 
     Raises:
         FileNotFoundError: a missing file (named).
-        ValueError: malformed content (file named).
+        ValueError: malformed content (file named); two lines of ``vocab.bpe`` that make the
+            same token (both line numbers named).
     """
     for p in (encoder_json, vocab_bpe):
         if not os.path.isfile(p):
@@ -372,6 +374,7 @@ def from_gpt2_files(
         else:
             vocab[int(i)] = _unicode_to_bytes(token, str(encoder_json))
     merges = []
+    made_at: dict[bytes, int] = {}  # token bytes -> the line of the merge that makes them
     with open(vocab_bpe, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
@@ -380,7 +383,14 @@ def from_gpt2_files(
             parts = line.split(" ")
             if len(parts) != 2:
                 raise ValueError(f"{vocab_bpe}:{n}: expected two tokens separated by a space, got {line!r}")
-            merges.append((_unicode_to_bytes(parts[0], str(vocab_bpe)), _unicode_to_bytes(parts[1], str(vocab_bpe))))
+            a, b = (_unicode_to_bytes(x, str(vocab_bpe)) for x in parts)
+            if a + b in made_at:
+                raise ValueError(
+                    f"{vocab_bpe}:{n}: merge {line!r} makes {a + b!r}, which line {made_at[a + b]} already makes: "
+                    "each token must be made by one merge"
+                )
+            made_at[a + b] = n
+            merges.append((a, b))
     try:
         return BPETokenizer.from_vocab(vocab, merges, specials, pattern, backend)
     except ValueError as e:
