@@ -14,6 +14,7 @@ void bind_pretokenize(py::module_& m);
 void bind_train(py::module_& m);
 void bind_encoder(py::module_& m);
 void bind_backtrack(py::module_& m);
+void bind_superbpe(py::module_& m);
 
 namespace {
 
@@ -41,4 +42,5 @@ PYBIND11_MODULE(_bpe, m) {
     bind_train(m);
     bind_encoder(m);
     bind_backtrack(m);
+    bind_superbpe(m);
 }

@@ -22,6 +22,8 @@ class LongWord {
     static constexpr uint32_t kNone = UINT32_MAX;
 
     explicit LongWord(std::string_view bytes);
+    // A word of token ids (SuperBPE's stage 2 starts from tokens).
+    LongWord(const uint32_t* ids, size_t n);
 
     // Calls f(pair key) for every adjacent pair, in order.
     template <class F>
@@ -44,6 +46,8 @@ class LongWord {
         uint64_t operator()(const Positions& p) const { return mix64(p.pair); }
     };
     void note(uint64_t pair, uint32_t position);
+    template <class Get>
+    void init(size_t n, Get&& symbol_at);
 
     std::vector<uint32_t> symbol_;  // kNone once merged into its left neighbour
     std::vector<uint32_t> next_, prev_;

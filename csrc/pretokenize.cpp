@@ -24,8 +24,9 @@ Pattern parse_pattern(const std::string& name) {
     if (name == "gpt2") return Pattern::GPT2;
     if (name == "gpt4") return Pattern::GPT4;
     if (name == "o200k") return Pattern::O200K;
+    if (name == "superword") return Pattern::SuperWord;
     throw std::invalid_argument("unknown pre-tokenization pattern '" + name +
-                                "'; expected one of 'gpt2', 'gpt4', 'o200k', 'simple'");
+                                "'; expected one of 'gpt2', 'gpt4', 'o200k', 'simple', 'superword'");
 }
 
 const char* pattern_name(Pattern p) {
@@ -38,6 +39,8 @@ const char* pattern_name(Pattern p) {
             return "gpt4";
         case Pattern::O200K:
             return "o200k";
+        case Pattern::SuperWord:
+            return "superword";
     }
     return "?";
 }
@@ -288,6 +291,8 @@ inline size_t match_at(const unsigned char* s, size_t n, size_t i, Pattern patte
             return match_gpt4(s, n, i);
         case Pattern::O200K:
             return detail::match_o200k(s, n, i);
+        case Pattern::SuperWord:
+            return detail::match_superword(s, n, i);
         case Pattern::Simple:
             break;
     }
@@ -320,6 +325,9 @@ void split_chunks(std::string_view data, Pattern pattern, std::vector<size_t>& e
             return;
         case Pattern::O200K:
             split_with<detail::match_o200k>(data, ends);
+            return;
+        case Pattern::SuperWord:
+            split_with<detail::match_superword>(data, ends);
             return;
     }
 }

@@ -15,9 +15,10 @@
 
 namespace storygpt {
 
-enum class Pattern { Simple, GPT2, GPT4, O200K };
+enum class Pattern { Simple, GPT2, GPT4, O200K, SuperWord };
 
-// "simple" | "gpt2" | "gpt4" | "o200k"; throws std::invalid_argument naming the bad value.
+// "simple" | "gpt2" | "gpt4" | "o200k" | "superword" (SuperBPE stage 2,
+// pretokenize_superword.cpp); throws std::invalid_argument naming the bad value.
 Pattern parse_pattern(const std::string& name);
 const char* pattern_name(Pattern p);
 

@@ -80,6 +80,8 @@ inline char contraction_letter(uint32_t cp) {
 
 // o200k (GPT-4o): end of the chunk that starts at s[i] (i < n); see pretokenize_o200k.cpp.
 size_t match_o200k(const unsigned char* s, size_t n, size_t i);
+// The "superword" pattern (pretokenize_superword.cpp).
+size_t match_superword(const unsigned char* s, size_t n, size_t i);
 
 }  // namespace detail
 }  // namespace storygpt

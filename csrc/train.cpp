@@ -73,6 +73,8 @@ class Trainer {
     }
 
     void add_words(std::vector<ChunkCounts>&& shards);
+    // Words of token ids made by `merges` (continue_merges).
+    void add_token_words(TokenWords&& words, const std::vector<Merge>& merges);
     std::vector<Merge> run(int64_t n_merges, const Progress& progress);
 
    private:
@@ -128,6 +130,7 @@ class Trainer {
     // stayed below half the best count, and out of the queue.
     int64_t floor_ = 0;
     std::vector<std::string> token_bytes_;
+    uint32_t first_id_ = 256;  // the id the first merge of run() makes
     std::vector<Symbol> old_symbols_;
     std::vector<uint32_t> appeared_, emptied_, todo_;
 };
@@ -157,6 +160,32 @@ void Trainer<Symbol>::add_words(std::vector<ChunkCounts>&& shards) {
             words_.push_back(Word{static_cast<uint32_t>(symbols_.size()), static_cast<uint32_t>(chunk.size()), count});
             for (unsigned char byte : chunk) symbols_.push_back(byte);
         });
+    index_pairs();
+}
+
+// A word of kLongWordBytes symbols or more becomes a LongWord.
+template <class Symbol>
+void Trainer<Symbol>::add_token_words(TokenWords&& words, const std::vector<Merge>& merges) {
+    for (const Merge& m : merges) token_bytes_.push_back(token_bytes_[m.first] + token_bytes_[m.second]);
+    first_id_ = static_cast<uint32_t>(256 + merges.size());
+    size_t start = 0;
+    for (size_t k = 0; k < words.lengths.size(); ++k) {
+        const uint32_t n = words.lengths[k];
+        const uint32_t* ids = words.symbols.data() + start;
+        start += n;
+        if (n < 2) continue;
+        if (words_.size() >= UINT32_MAX - 1) throw std::length_error("training: 2**32 or more distinct chunks");
+        if (n >= kLongWordBytes) {
+            words_.push_back(Word{static_cast<uint32_t>(long_words_.size()), kLong, words.counts[k]});
+            long_words_.emplace_back(ids, n);
+            continue;
+        }
+        if (symbols_.size() + n >= UINT32_MAX)
+            throw std::length_error("training: 4 GiB or more of distinct chunk symbols");
+        words_.push_back(Word{static_cast<uint32_t>(symbols_.size()), n, words.counts[k]});
+        for (uint32_t i = 0; i < n; ++i) symbols_.push_back(static_cast<Symbol>(ids[i]));
+    }
+    words = TokenWords();
     index_pairs();
 }
 
@@ -243,7 +272,7 @@ std::vector<Merge> Trainer<Symbol>::run(int64_t n_merges, const Progress& progre
     for (int64_t k = 0; k < n_merges && pop_best(best) && best.count >= options_.min_frequency; ++k) {
         merges.emplace_back(best.left, best.right);
         token_bytes_.push_back(token_bytes_[best.left] + token_bytes_[best.right]);
-        merge(best.left, best.right, static_cast<uint32_t>(256 + k));
+        merge(best.left, best.right, static_cast<uint32_t>(first_id_ + k));
         if ((k & 255) == 255) progress("merge", static_cast<uint64_t>(k + 1), static_cast<uint64_t>(n_merges));
     }
     progress("merge", merges.size(), static_cast<uint64_t>(n_merges));
@@ -364,7 +393,23 @@ std::vector<Merge> learn_with(std::vector<ChunkCounts>&& counts, const TrainOpti
     return trainer.run(n_merges, progress);
 }
 
+template <class Symbol>
+std::vector<Merge> continue_with(TokenWords&& words, const std::vector<Merge>& merges, const TrainOptions& options,
+                                 int64_t n_merges, const Progress& progress) {
+    Trainer<Symbol> trainer(options);
+    trainer.add_token_words(std::move(words), merges);
+    return trainer.run(n_merges, progress);
+}
+
 }  // namespace
+
+std::vector<Merge> continue_merges(TokenWords&& words, const std::vector<Merge>& merges, int64_t n_merges,
+                                   const TrainOptions& options, const Progress& progress) {
+    if (n_merges <= 0) return {};
+    if (256 + static_cast<int64_t>(merges.size()) + n_merges <= 65536)
+        return continue_with<uint16_t>(std::move(words), merges, options, n_merges, progress);
+    return continue_with<uint32_t>(std::move(words), merges, options, n_merges, progress);
+}
 
 std::vector<Merge> learn_merges(std::vector<ChunkCounts>&& counts, const TrainOptions& options,
                                 const Progress& progress) {

@@ -44,6 +44,22 @@ using Merge = std::pair<uint32_t, uint32_t>;
 std::vector<Merge> learn_merges(std::vector<ChunkCounts>&& counts, const TrainOptions& options,
                                 const Progress& progress = Progress());
 
+// Distinct chunks already split into tokens, with their counts: word k is
+// symbols[start_k, start_k + lengths[k]) (start_k: the sum of the lengths
+// before it).  SuperBPE's stage 2 (superbpe_train.h) starts from these.
+struct TokenWords {
+    std::vector<uint32_t> symbols;
+    std::vector<uint32_t> lengths;
+    std::vector<int64_t> counts;
+};
+
+// Learns up to n_merges more merges after `merges` (which made ids 256 ..
+// 256 + merges.size() - 1, the ids `words` hold), the next one making id
+// 256 + merges.size(): bpe_reference.continue_merges.  Returns only the new
+// merges; frees `words` as it goes.
+std::vector<Merge> continue_merges(TokenWords&& words, const std::vector<Merge>& merges, int64_t n_merges,
+                                   const TrainOptions& options, const Progress& progress = Progress());
+
 // Counts the chunks of `texts` (in memory) and `files` (streamed in windows;
 // FileError for an unreadable one), each a separate text, and learns merges
 // from them: the same result as bpe_reference.train(...) for any num_threads.

@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 from conftest import CACHE, SHARED, run_tool
 
-from storygpt.tokenizers import EOT, BPETokenizer, HFTokenizer, InteropError, merges_from_ranks, parse_spec
+from storygpt.tokenizers import (
+    EOT,
+    BPETokenizer,
+    HFTokenizer,
+    InteropError,
+    gpt2_bytes_to_unicode,
+    merges_from_ranks,
+    parse_spec,
+)
 from storygpt.tokenizers.bpe_train import train_bpe
 from storygpt.tokenizers.interop import from_gpt2_files, from_hf, from_tiktoken, save_hf, save_tiktoken, to_tiktoken
 
@@ -148,6 +156,81 @@ def test_gpt2_files_import_equals_tiktoken_and_hf_roundtrip(tmp_path):
     text = "Hello, do you like tea? <|endoftext|> In the sunlit terraces of someunknownPlace."
     ranks = from_tiktoken("gpt2")
     assert files.encode(text, "all") == ranks.encode(text, "all")
+
+
+GPT2_ENCODER = CACHE / "6c7ea1a7e38e3a7f062df639a5b80947f075ffe6"
+GPT2_MERGES = CACHE / "6d1cbeee0f20b3d9449abfede4726ed8212e3aee"
+#: Published GPT-2 ids (/work/shared/README.md).
+GPT2_KNOWN = {
+    "Hello, do you like tea? ": [15496, 11, 466, 345, 588, 8887, 30, 220],
+    "Akwirw ier": [33901, 86, 343, 86, 220, 959],
+    " In the sunlit terraces of someunknownPlace.": [554, 262, 4252, 18250, 8812, 2114, 286, 617, 34680, 27271, 13],
+    "This is some text": [1212, 318, 617, 2420],
+    "do do": [4598, 466],
+}
+
+
+def gpt2_vocab_and_merges() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """GPT-2's files as another tool hands them over: id -> bytes (``<|endoftext|>`` included, at 50256) and
+    merges as byte pairs, decoded here with GPT-2's byte table (independent of interop's reader)."""
+    table = {c: b for b, c in gpt2_bytes_to_unicode().items()}
+    raw = lambda token: bytes(table[c] for c in token)  # noqa: E731
+    encoder = json.loads(GPT2_ENCODER.read_text(encoding="utf-8"))
+    vocab = {i: raw(token) for token, i in encoder.items()}
+    lines = GPT2_MERGES.read_text(encoding="utf-8").splitlines()[1:]
+    return vocab, [tuple(raw(x) for x in line.split(" ")) for line in lines if line]
+
+
+@needs_cache
+@pytest.mark.parametrize("special_tokens", [None, ()])
+def test_foreign_vocab_keeps_an_entry_no_merge_makes_as_an_added_token(special_tokens):
+    """Issue 21 item 6: GPT-2's <|endoftext|> (50256), not declared special, stays at its id (encoded only when
+    allowed), with a one-line warning; ids are GPT-2's published ones and tiktoken's."""
+    vocab, merges = gpt2_vocab_and_merges()
+    assert vocab[50256] == b"<|endoftext|>" and len(vocab) == 50257 and len(merges) == 50000
+    with pytest.warns(UserWarning, match=r"^1 vocabulary entry made by no merge .*: 50256 \('<\|endoftext\|>'\)$"):
+        tok = BPETokenizer.from_vocab(vocab, merges, special_tokens=special_tokens, pattern="gpt2")
+    assert tok.vocab_size == 50257 and tok.special_tokens == {EOT: 50256} and tok.eot_id == 50256
+    for text, ids in GPT2_KNOWN.items():
+        assert tok.encode(text) == ids, text
+    assert tok.encode("tea?<|endoftext|>do do", allowed_special="all") == [660, 64, 30, 50256, 4598, 466]
+    assert tok.encode_ordinary("<|endoftext|>") == [27, 91, 437, 1659, 5239, 91, 29]
+    with pytest.raises(ValueError, match="special token '<\\|endoftext\\|>'"):
+        tok.encode("a <|endoftext|>")
+    assert tok.decode([50256, 220]) == "<|endoftext|> "
+    enc = pytest.importorskip("tiktoken", reason="tiktoken not installed").get_encoding("gpt2")
+    text = "Hello, do you like tea? <|endoftext|> In the sunlit terraces of someunknownPlace."
+    assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+
+
+def test_declared_special_in_foreign_vocab_gives_no_warning(recwarn):
+    vocab = {b: bytes([b]) for b in range(256)} | {256: b"ab", 257: b"<s>", 258: b"\xff\xfe"}
+    tok = BPETokenizer.from_vocab({k: v for k, v in vocab.items() if k != 258}, [(b"a", b"b")], ["<s>"])
+    assert tok.special_tokens == {"<s>": 257} and not recwarn.list
+    with pytest.raises(ValueError, match=r"vocab entry 258 \(token b'\\xff\\xfe'\) is not produced by any merge"):
+        BPETokenizer.from_vocab(vocab, [(b"a", b"b")], ["<s>"])  # not text: cannot be an added token
+    with pytest.raises(ValueError, match=r"vocab entry 258 \(token b'abs'\) is not produced by any merge"):
+        BPETokenizer.from_vocab(vocab | {258: b"abs"}, [(b"a", b"b")], ["<s>"])  # ab + s: a merge missing
+
+
+def test_two_merges_making_the_same_bytes_are_refused_naming_both():
+    merges = [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")]
+    with pytest.raises(ValueError, match=r"^merges 2 \(b'ab', b'c'\) and 3 \(b'a', b'bc'\) both make b'abc'"):
+        BPETokenizer.from_merges(merges)
+
+
+def test_gpt2_merges_file_making_the_same_bytes_twice_is_refused_with_both_lines(tmp_path):
+    table = gpt2_bytes_to_unicode()
+    encoder = {table[b]: b for b in range(256)} | {"ab": 256, "bc": 257, "abc": 258}
+    write_json(tmp_path / "encoder.json", encoder)
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\nb c\nab c\na bc\n", encoding="utf-8")
+    with pytest.raises(ValueError) as e:
+        from_gpt2_files(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    assert str(e.value) == (
+        f"{tmp_path / 'vocab.bpe'}:5: merge 'a bc' makes b'abc', which line 4 already makes: "
+        "each token must be made by one merge"
+    )
 
 
 # ------------------------------------------------------------------------------------ bad input

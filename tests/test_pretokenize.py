@@ -26,7 +26,7 @@ from storygpt import _bpe
 from storygpt.tokenizers.bpe_reference import PATTERNS
 from storygpt.tokenizers.bpe_reference import pretokenize as ref_pretokenize
 
-ALL = ("simple", "gpt2", "gpt4", "o200k")
+ALL = ("simple", "gpt2", "gpt4", "o200k", "superword")
 UNICODE = ("gpt2", "gpt4", "o200k")
 MAX_CP = 0x110000
 

@@ -16,8 +16,8 @@ in one table, :mod:`storygpt.tokenizers.registry`: more kinds plug in with one
 class, :func:`from_dict` does the same for a dict (e.g. from a checkpoint).
 
 Layers (each imports only those above it): ``base`` and ``io`` (the contract, the file
-format) -> ``bpe_reference``, ``bpe``, ``word``, ``hf`` (the vocabularies) ->
-``bpe_train``, ``word_train``, ``interop`` -> ``registry`` -> ``spec``.
+format) -> ``bpe_reference``, ``bpe``, ``superbpe``, ``word``, ``hf`` (the vocabularies) ->
+``bpe_train``, ``superbpe_train``, ``word_train``, ``interop`` -> ``registry`` -> ``spec``.
 """
 
 from .base import EOT, Tokenizer

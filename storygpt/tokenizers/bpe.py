@@ -25,6 +25,7 @@ Two merge rules exist (recorded as ``"merge_rule"`` in the file):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -97,6 +98,31 @@ def special_dict(special_tokens, first_id: int) -> dict[str, int]:
             raise ValueError(f"special token {s!r} given twice")
         out[s] = first_id + len(out)
     return out
+
+
+def _added_tokens(vocab: dict[int, bytes], made: Mapping[int, int], specials: Mapping[str, int]) -> dict[str, int]:
+    """The entries of ``vocab`` that are no single byte, that no merge makes (``made``: id ->
+    merge) and that no two entries make either (such an entry is a merge missing from a cut
+    list, which the constructor refuses), valid UTF-8 and not yet special: str -> id, with
+    one ``UserWarning`` naming them."""
+    tokens = set(vocab.values())
+    added = {}
+    for i, b in sorted(vocab.items()):
+        if len(b) > 1 and i not in made and not any(b[:k] in tokens and b[k:] in tokens for k in range(1, len(b))):
+            try:
+                s = b.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # not text: the constructor refuses it, naming it
+            if s not in specials and s not in added:
+                added[s] = i
+    if added:
+        shown = ", ".join(f"{i} ({s!r})" for s, i in list(added.items())[:5]) + (", ..." if len(added) > 5 else "")
+        warnings.warn(
+            f"{len(added)} vocabulary {'entry' if len(added) == 1 else 'entries'} made by no merge and not declared "
+            f"special kept at their ids as added tokens (encoded only when allowed, like special tokens): {shown}",
+            stacklevel=3,
+        )
+    return added
 
 
 class BPETokenizer(Tokenizer):
@@ -296,7 +322,8 @@ class BPETokenizer(Tokenizer):
         follow (a sequence) or keep their ids (a dict str -> id).
 
         Raises:
-            ValueError: a merge uses a token not made by an earlier merge (named).
+            ValueError: a merge uses a token not made by an earlier merge (named); two
+                merges make the same bytes (both named, 0-based).
         """
         by_bytes = {bytes([b]): b for b in range(256)}
         pairs = []
@@ -304,8 +331,14 @@ class BPETokenizer(Tokenizer):
             a, b = bytes(a), bytes(b)
             if a not in by_bytes or b not in by_bytes:
                 raise ValueError(f"merge {k} ({a!r}, {b!r}) uses a token not made by an earlier merge")
+            if a + b in by_bytes:
+                j = by_bytes[a + b] - 256
+                raise ValueError(
+                    f"merges {j} ({merges[j][0]!r}, {merges[j][1]!r}) and {k} ({a!r}, {b!r}) both make {a + b!r}: "
+                    "each token must be made by one merge"
+                )
             pairs.append((by_bytes[a], by_bytes[b]))
-            by_bytes.setdefault(a + b, 256 + k)
+            by_bytes[a + b] = 256 + k
         return cls.from_merges_ids(pairs, special_tokens, pattern, backend)
 
     @classmethod
@@ -322,15 +355,22 @@ class BPETokenizer(Tokenizer):
         Args:
             vocab: id -> token bytes (distinct; the 256 single bytes included).
             merges: ``(left bytes, right bytes)`` pairs; ``left + right`` must be in ``vocab``.
-            special_tokens: dict str -> id (kept), or a sequence (ids after the largest id).
+            special_tokens: dict str -> id (kept), or a sequence (ids after the largest id);
+                ``None``: none.
 
-            A special token whose bytes are already a token of ``vocab`` keeps that id.
+            A special token whose bytes are already a token of ``vocab`` keeps that id.  An
+            entry of ``vocab`` that is no single byte, is made by no merge (nor by any two
+            entries: that is a merge missing, refused) and was not declared special (GPT-2's
+            ``<|endoftext|>`` at 50256 in ``encoder.json``) is kept at its id as an added token, encoded only when allowed like a special
+            token, with a ``UserWarning`` naming it (as Hugging Face ``tokenizers`` and
+            tiktoken hold such tokens).
 
         Raises:
             ValueError: a merge whose parts or result is not in ``vocab`` (named); two
                 merges that make the same token (both named).
         """
         vocab = {int(i): bytes(b) for i, b in vocab.items()}
+        special_tokens = () if special_tokens is None else special_tokens
         by_bytes: dict[bytes, int] = {}
         for i, b in vocab.items():
             if b in by_bytes:
@@ -367,6 +407,10 @@ class BPETokenizer(Tokenizer):
                 )
             made[new] = k
             triples.append((by_bytes[a], by_bytes[b], new))
+        added = _added_tokens(vocab, made, specials)
+        for s, i in added.items():
+            del vocab[i]
+            specials[s] = i
         return cls(vocab, triples, specials, pattern, "merges", backend)
 
     @classmethod
@@ -662,10 +706,14 @@ class BPETokenizer(Tokenizer):
         # Lone surrogates are not cleaned before cutting: one at the end may pair with the
         # next line's (encode() cleans each part; a safe cut never falls between two surrogates).
         rx, maxlen = self._special_rx(frozenset(specials))
-        return lambda text: self._safe_cut(text, rx, maxlen)
+        return lambda text: self._safe_cut(text, rx, maxlen, self._cut_rx)
+
+    #: Reverse-search regex whose match end is a chunk boundary no later text moves
+    #: (subclasses with other patterns replace it; SuperBPETokenizer does).
+    _cut_rx = _CUT_RX
 
     @staticmethod
-    def _safe_cut(text: str, rx, maxlen: int) -> int:
+    def _safe_cut(text: str, rx, maxlen: int, cut_rx=_CUT_RX) -> int:
         """The largest safe cut position in ``text`` (0 if none); see :meth:`_safe_cut_for`."""
         limit = len(text) - max(maxlen, 1)
         if limit <= 0:
@@ -674,7 +722,7 @@ class BPETokenizer(Tokenizer):
         best_special = max((e for s, e in spans if e <= limit), default=0)
         end = limit + 1  # the look-ahead may see text[limit]
         while end > best_special:
-            m = _CUT_RX.search(text, 0, end)
+            m = cut_rx.search(text, 0, end)
             if m is None:
                 break
             p = m.end()

@@ -57,6 +57,10 @@ import regex
 #:   case (an upper-case run then a lower-case run, so ``"HelloWorld"`` is two
 #:   chunks), marks (``\\p{M}``) joined to letters, contractions attached to the
 #:   word before them, ``/`` kept with a new line after punctuation.
+#: * ``"superword"``: SuperBPE's second stage (``superbpe_reference``): white space is no
+#:   boundary; a chunk is a run of bytes other than ``\r``, ``\n`` and the sentence
+#:   punctuation ``. ! ? ; :``, with the run of such punctuation that ends it, or a run of
+#:   that punctuation alone, or a run of ``\r``/``\n``.
 PATTERNS: dict[str, str | bytes] = {
     "simple": rb"[ ]?[A-Za-z0-9\x80-\xff]+|[ ]?[^A-Za-z0-9\x80-\xff\t\n\x0b\x0c\r ]+|[\t\n\x0b\x0c\r ]+",
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
@@ -72,6 +76,7 @@ PATTERNS: dict[str, str | bytes] = {
             r"""\s+""",
         ]
     ),
+    "superword": rb"[^\r\n.!?;:]+[.!?;:]*|[.!?;:]+|[\r\n]+",
 }
 
 TIE_BREAKS = ("smallest_ids", "largest_bytes")
@@ -102,7 +107,7 @@ def pretokenize(data: bytes, pattern: str = "simple") -> list[bytes]:
     if isinstance(data, str):
         raise TypeError("pretokenize takes bytes; encode str with UTF-8 first")
     rx = _COMPILED[pattern]
-    if pattern == "simple":
+    if isinstance(PATTERNS[pattern], bytes):
         chunks = rx.findall(data)
     else:
         text = data.decode("utf-8", errors="surrogateescape")
@@ -220,8 +225,30 @@ def train(
         data = data.encode("utf-8")
 
     words = {tuple(chunk): c for chunk, c in count_chunks(data, pattern, specials).items()}
+    return continue_merges(words, [], n_merges, min_frequency, tie_break)
+
+
+def continue_merges(
+    words: dict[tuple[int, ...], int],
+    merges: Sequence[tuple[int, int]],
+    n_merges: int,
+    min_frequency: int = 1,
+    tie_break: str = "smallest_ids",
+) -> list[tuple[int, int]]:
+    """Learn up to ``n_merges`` more merges after ``merges`` (the loop of :func:`train`).
+
+    Args:
+        words: each distinct chunk as its token ids under ``merges``, with its count.
+        merges: the merges learned so far (``merges[i]`` makes id ``256 + i``).
+        n_merges: how many more to learn at most.
+
+    Returns:
+        ``merges`` followed by the new ones.
+    """
+    merges = list(merges)
     token_bytes = [bytes([b]) for b in range(256)]
-    merges: list[tuple[int, int]] = []
+    for a, b in merges:
+        token_bytes.append(token_bytes[a] + token_bytes[b])
     for _ in range(n_merges):
         pair_counts: Counter = Counter()
         for word, c in words.items():

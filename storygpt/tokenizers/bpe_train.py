@@ -185,12 +185,23 @@ def _learn_text(data: bytes, args: TrainArgs, progress: Progress | None) -> list
     return load_cpp().train(data=data, files=None, progress=progress, **_cpp_kwargs(args, len(data)))
 
 
-def _learn_files(files: list[str], args: TrainArgs, progress: Progress | None) -> list:
+def check_train_files(paths) -> list[str]:
+    """The training files as ``str`` paths, each checked to be a file.
+
+    Raises:
+        FileNotFoundError, IsADirectoryError: a path that is missing or a folder (named).
+    """
+    files = [os.fspath(p) for p in paths]
     for p in files:
         if os.path.isdir(p):
             raise IsADirectoryError(f"training file {p} is a folder, not a file")
         if not os.path.isfile(p):
             raise FileNotFoundError(f"training file not found: {p} (texts go in as an iterator: iter(texts))")
+    return files
+
+
+def _learn_files(files: list[str], args: TrainArgs, progress: Progress | None) -> list:
+    check_train_files(files)
     if args.backend == "reference":
         texts = []
         for p in files:

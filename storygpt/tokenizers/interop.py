@@ -50,6 +50,7 @@ TEXT_PATTERNS = {
     "gpt2": bpe_reference.PATTERNS["gpt2"],
     "gpt4": bpe_reference.PATTERNS["gpt4"],
     "o200k": bpe_reference.PATTERNS["o200k"],
+    "superword": bpe_reference.PATTERNS["superword"].decode("ascii"),  # SuperBPE's stage 2 (ASCII classes only)
 }
 
 #: The same patterns as Hugging Face ``tokenizers`` (Oniguruma, Ruby syntax) must read them.
@@ -62,6 +63,7 @@ HF_PATTERNS = {
     "gpt4": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
     r"""|\s*[\r\n]+|\s+(?!\S)|\s+""",
     "o200k": bpe_reference.PATTERNS["o200k"],
+    "superword": TEXT_PATTERNS["superword"],
 }
 
 #: Split patterns found in ``tokenizer.json`` files, mapped to storygpt's pattern names.
@@ -348,11 +350,13 @@ def from_gpt2_files(
     (:func:`~storygpt.tokenizers.gpt2_bytes_to_unicode`); tokens are mapped back to raw
     bytes here.  Ids come from ``encoder.json`` (so byte ids differ from byte values);
     merge ranks are the line order of ``vocab.bpe``; tokens of ``encoder.json`` that look
-    like ``<|...|>`` (``<|endoftext|>``) become special tokens with their ids.
+    like ``<|...|>`` (``<|endoftext|>``) become special tokens with their ids (any other
+    entry no merge makes: an added token, see :meth:`BPETokenizer.from_vocab`).
 
     Raises:
         FileNotFoundError: a missing file (named).
-        ValueError: malformed content (file named).
+        ValueError: malformed content (file named); two lines of ``vocab.bpe`` that make the
+            same token (both line numbers named).
     """
     for p in (encoder_json, vocab_bpe):
         if not os.path.isfile(p):
@@ -370,6 +374,7 @@ def from_gpt2_files(
         else:
             vocab[int(i)] = _unicode_to_bytes(token, str(encoder_json))
     merges = []
+    made_at: dict[bytes, int] = {}  # token bytes -> the line of the merge that makes them
     with open(vocab_bpe, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
@@ -378,7 +383,14 @@ def from_gpt2_files(
             parts = line.split(" ")
             if len(parts) != 2:
                 raise ValueError(f"{vocab_bpe}:{n}: expected two tokens separated by a space, got {line!r}")
-            merges.append((_unicode_to_bytes(parts[0], str(vocab_bpe)), _unicode_to_bytes(parts[1], str(vocab_bpe))))
+            a, b = (_unicode_to_bytes(x, str(vocab_bpe)) for x in parts)
+            if a + b in made_at:
+                raise ValueError(
+                    f"{vocab_bpe}:{n}: merge {line!r} makes {a + b!r}, which line {made_at[a + b]} already makes: "
+                    "each token must be made by one merge"
+                )
+            made_at[a + b] = n
+            merges.append((a, b))
     try:
         return BPETokenizer.from_vocab(vocab, merges, specials, pattern, backend)
     except ValueError as e:

@@ -23,8 +23,9 @@ Adding a kind (how SuperBPE, Unigram, WordPiece or SentencePiece come in)
 
 What a builder gets
     ``arg``: the vocabulary size as an ``int`` (``arg="vocab"``; checked positive by the
-    SPEC parser, the kind's trainer checks its own range), the name or path (a ``str``),
-    or ``None``.  ``train_docs``: the training documents, an iterable that may be read
+    SPEC parser, the kind's trainer checks its own range), or what the kind's
+    ``parse_arg`` made of its ARG (``superbpe:V:T``: the tuple ``(V, T)``), the name or
+    path (a ``str``), or ``None``.  ``train_docs``: the training documents, an iterable that may be read
     more than once (a list, or ``storygpt.data.docstream.DocumentFile``).  ``options``:
     a :class:`BuildOptions`.
 """
@@ -47,6 +48,8 @@ from .hf import HFTokenizer
 from .hf_trained import build_unigram, build_wordpiece
 from .interop import from_tiktoken
 from .spm import SentencePieceTokenizer, build_spm_bpe, build_spm_unigram
+from .superbpe import SuperBPETokenizer, parse_spec_arg
+from .superbpe_train import train_superbpe
 from .word import WordTokenizer
 from .word_train import train_word_tokenizer
 
@@ -100,6 +103,7 @@ class Kind:
     arg: str
     default_vocab: int | None = None
     file_class: type | None = None  # loads files whose "kind" is name
+    parse_arg: Callable | None = None  # ARG text -> int | (int, ...) for arg="vocab"; ValueError
 
 
 _KINDS: dict[str, Kind] = {}
@@ -113,6 +117,7 @@ def register_kind(
     arg: str = "none",
     default_vocab: int | None = None,
     file_class: type | None = None,
+    parse_arg: Callable[[str], int | tuple[int, ...]] | None = None,
 ) -> None:
     """Make ``name`` a tokenizer kind: ``--tokenizer name[:ARG]`` in every tool.
 
@@ -127,6 +132,9 @@ def register_kind(
             ``"name"``, ``"path"`` (a file; slugs carry its hash) or ``"none"``.
         default_vocab: the vocabulary size of ``name`` without ``:VOCAB``.
         file_class: the class that loads files of this kind, for a builder function.
+        parse_arg: for ``arg="vocab"`` kinds whose ARG says more than a size: ARG text ->
+            the vocabulary size, or a tuple of ints whose first is the vocabulary size
+            (``superbpe:V:T``); ValueError (one line) for a bad ARG.
 
     Raises:
         ValueError: a bad name or ``arg``, a class without ``from_spec``, or a kind
@@ -151,7 +159,7 @@ def register_kind(
     old = _KINDS.get(name)
     if old is not None and old.build != build:
         raise ValueError(f"tokenizer kind {name!r} is already registered")
-    _KINDS[name] = Kind(name, build, arg, default_vocab, file_class)
+    _KINDS[name] = Kind(name, build, arg, default_vocab, file_class, parse_arg)
 
 
 def _load_plugins() -> None:
@@ -257,6 +265,21 @@ def _build_bpe(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> BPETo
     return train_bpe(_reported(docs, opt, "count text"), vocab_size, progress=merges_only, **kw)
 
 
+def _build_superbpe(arg: int | tuple[int, int], docs: Iterable[str], opt: BuildOptions) -> SuperBPETokenizer:
+    """SuperBPE (``superbpe:V[:T]``) on the documents joined by ``<|endoftext|>``, or on
+    ``opt.train_file`` (read by the C++ trainer) above :data:`TRAIN_FROM_FILE_CHARS` characters."""
+    vocab_size, transition = arg if isinstance(arg, tuple) else (arg, None)
+    characters = opt.characters if opt.characters is not None else sum(len(d) for d in docs)
+    if opt.train_file is not None and characters > TRAIN_FROM_FILE_CHARS:
+        source = [opt.train_file]
+    else:
+        source = EOT.join(_reported(docs, opt, "count text"))
+    kw = dict(pattern=opt.pattern, min_frequency=opt.min_frequency, tie_break=opt.tie_break)
+    return train_superbpe(
+        source, vocab_size, transition, special_tokens=("<pad>", EOT), num_threads=opt.num_threads, **kw
+    )
+
+
 def _build_word(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> WordTokenizer:
     """The word-level vocabulary, counted in bounded memory (spilled next to ``opt.train_file``)."""
     spill = Path(opt.train_file).parent if opt.train_file is not None else Path(tempfile.gettempdir())
@@ -264,6 +287,9 @@ def _build_word(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> Word
 
 
 register_kind("bpe", _build_bpe, arg="vocab", default_vocab=8192, file_class=BPETokenizer)
+register_kind(
+    "superbpe", _build_superbpe, arg="vocab", default_vocab=8192, file_class=SuperBPETokenizer, parse_arg=parse_spec_arg
+)
 register_kind("word", _build_word, arg="vocab", default_vocab=10000, file_class=WordTokenizer)
 register_kind("byte", lambda arg, docs, opt: ByteTokenizer())
 register_kind("tiktoken", lambda arg, docs, opt: from_tiktoken(arg), arg="name")

@@ -9,6 +9,7 @@ A SPEC is ``KIND`` or ``KIND:ARG``:
 ``tiktoken:NAME``         an OpenAI encoding (``gpt2``, ``cl100k_base``, ``o200k_base``, ...)
 ``hf:PATH``               a Hugging Face ``tokenizer.json``
 ``file:PATH``             a storygpt tokenizer file (``tokenizer-*.json``)
+``superbpe[:V[:T]]``      SuperBPE (superbpe.py): BPE up to T, then tokens across words up to V
 ========================  ==========================================================
 
 :func:`parse_spec` checks the syntax (it opens no file; a ``tiktoken`` NAME must be an
@@ -53,15 +54,19 @@ class TokenizerSpec:
     Attributes:
         kind: a registered kind (:func:`storygpt.tokenizers.registry.kinds`).
         arg: the vocabulary size as an ``int`` (``bpe``, ``word`` and other trained kinds;
-            always filled in), the encoding name (``tiktoken``), the file path (``hf``,
+            always filled in), or a tuple of ints whose first is the vocabulary size
+            (``superbpe:V:T``, from the kind's ``parse_arg``), the encoding name (``tiktoken``), the file path (``hf``,
             ``file``), or ``None`` (``byte``).
     """
 
     kind: str
-    arg: int | str | None = None
+    arg: int | tuple[int, ...] | str | None = None
 
     def __str__(self) -> str:
-        return self.kind if self.arg is None else f"{self.kind}:{self.arg}"
+        return self.kind if self.arg is None else f"{self.kind}:{self._arg_text(':')}"
+
+    def _arg_text(self, sep: str) -> str:
+        return sep.join(map(str, self.arg)) if isinstance(self.arg, tuple) else str(self.arg)
 
     @property
     def arg_type(self) -> str:
@@ -71,7 +76,9 @@ class TokenizerSpec:
     @property
     def vocab_size(self) -> int | None:
         """The vocabulary size asked for (``bpe``/``word`` and other trained kinds), else ``None``."""
-        return self.arg if self.arg_type == "vocab" else None
+        if self.arg_type != "vocab":
+            return None
+        return self.arg[0] if isinstance(self.arg, tuple) else self.arg
 
     def with_vocab_size(self, vocab_size: int) -> TokenizerSpec:
         """This SPEC with another vocabulary size (``--vocab-size``).
@@ -81,7 +88,8 @@ class TokenizerSpec:
         """
         if not self.is_trained:
             raise SpecError(f"--vocab-size applies to bpe and word, not to {self}")
-        return replace(self, arg=check_vocab_size(vocab_size, "--vocab-size"))
+        vocab_size = check_vocab_size(vocab_size, "--vocab-size")
+        return replace(self, arg=_parsed_arg(f"{self.kind}:{vocab_size}", kinds()[self.kind], str(vocab_size)))
 
     @property
     def is_trained(self) -> bool:
@@ -103,7 +111,7 @@ class TokenizerSpec:
             FileNotFoundError: an ``hf:``/``file:`` SPEC whose file does not exist.
         """
         if self.arg_type in ("vocab", "name"):
-            return f"{self.kind}-{self.arg}"
+            return f"{self.kind}-{self._arg_text('-')}"
         if self.arg_type == "none":
             return self.kind
         path = Path(self.arg)
@@ -144,6 +152,8 @@ def parse_spec(text: str) -> TokenizerSpec:
     if info.arg == "vocab":
         if not sep:
             return TokenizerSpec(kind, info.default_vocab)
+        if info.parse_arg is not None:
+            return TokenizerSpec(kind, _parsed_arg(text, info, arg))
         if not re.fullmatch(r"[0-9]+", arg):
             raise SpecError(f"tokenizer SPEC {text!r}: VOCAB must be a positive whole number, got {arg!r}")
         return TokenizerSpec(kind, check_vocab_size(int(arg), f"tokenizer SPEC {text!r}: VOCAB"))
@@ -159,6 +169,18 @@ def parse_spec(text: str) -> TokenizerSpec:
     if kind == "tiktoken":
         _check_tiktoken_arg(text, arg)
     return TokenizerSpec(kind, arg)
+
+
+def _parsed_arg(text: str, info, arg: str):
+    """A kind's own ARG parser (``register_kind(parse_arg=...)``), its ValueError as a SpecError quoting ``text``."""
+    if info.parse_arg is None:
+        return int(arg)
+    try:
+        value = info.parse_arg(arg)
+    except ValueError as e:
+        raise SpecError(f"tokenizer SPEC {text!r}: {e}") from None
+    check_vocab_size(value[0] if isinstance(value, tuple) else value, f"tokenizer SPEC {text!r}: VOCAB")
+    return value
 
 
 def check_vocab_size(vocab_size: int, what: str) -> int:
