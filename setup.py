@@ -2,7 +2,8 @@
 
 All project metadata lives in ``pyproject.toml``; this file only declares the
 pybind11 extension so that ``pip install .`` / ``pip install -e .`` compile it
-with optimisation (-O3) and C++17.
+with optimisation (-O3) and C++17.  Sources: every .cpp under csrc/ (csrc/common,
+pretokenize, train, encode: pure C++; csrc/python: the bindings), included as "layer/file.h" from csrc/.
 """
 
 import sys
@@ -18,7 +19,7 @@ if sys.platform != "win32":
 ext_modules = [
     Pybind11Extension(
         "storygpt._bpe",
-        sources=sorted(str(p) for p in Path("csrc").glob("*.cpp")),
+        sources=sorted(str(p) for p in Path("csrc").rglob("*.cpp")),
         include_dirs=["csrc"],
         cxx_std=17,
         extra_compile_args=extra_compile_args,

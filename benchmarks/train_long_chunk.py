@@ -6,7 +6,7 @@ Usage::
 
 The whole text is one pre-tokenization chunk (letters only), so every merge
 happens inside one long word; the trainer indexes where each pair occurs
-(``csrc/long_word.h``) so a merge costs the number of its occurrences, not the
+(``csrc/train/long_word.h``) so a merge costs the number of its occurrences, not the
 word's length.  Before any time is printed the merges are checked: on a
 prefix of 4,000 bytes against ``bpe_reference.train``, and on every size
 against rustbpe's when it is installed (both break ties by the smallest pair

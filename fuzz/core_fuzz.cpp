@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "encoder.h"
-#include "pretokenize.h"
-#include "train.h"
+#include "encode/encoder.h"
+#include "pretokenize/pretokenize.h"
+#include "train/train.h"
 
 using namespace storygpt;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the C++ core (csrc/, without the Python bindings) and fuzz/core_fuzz.cpp
+# Builds the C++ core (csrc/ without csrc/python/, the bindings) and fuzz/core_fuzz.cpp
 # with AddressSanitizer and UndefinedBehaviorSanitizer, then runs the driver:
 #   bash fuzz/sanitize.sh                  the quick fixed cases (scripts/test.sh runs this)
 #   bash fuzz/sanitize.sh --seconds 600    random cases for 10 minutes (--seed N to vary)
@@ -14,16 +14,19 @@ FLAGS=(-std=c++17 -O1 -g -fno-omit-frame-pointer -pthread -Icsrc
     -fsanitize=address,undefined -fno-sanitize-recover=all)
 mkdir -p "$OUT"
 # One stamp for the compiler, the flags and every header: a change rebuilds every object.
-stamp="$({ "$CXX" --version | head -1; echo "${FLAGS[*]}"; cat csrc/*.h; } | sha256sum | cut -c1-16)"
+stamp="$({ "$CXX" --version | head -1; echo "${FLAGS[*]}"; find csrc -name "*.h" | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)"
 if [ "$(cat "$OUT/stamp" 2>/dev/null)" != "$stamp" ]; then
     rm -f "$OUT"/*.o "$OUT/core_fuzz"
     echo "$stamp" >"$OUT/stamp"
 fi
 objects=()
 pids=()
-for src in fuzz/core_fuzz.cpp csrc/*.cpp; do
-    case "$(basename "$src")" in bind*) continue ;; esac
-    obj="$OUT/$(basename "${src%.cpp}").o"
+# Every .cpp of csrc/ outside csrc/python/ (the only files that see Python); object names keep the layer
+# (csrc/encode/encoder.cpp -> encode_encoder.o) so two layers may hold the same file name.
+for src in fuzz/core_fuzz.cpp $(find csrc -name "*.cpp" -not -path "csrc/python/*" | LC_ALL=C sort); do
+    rel="${src#csrc/}"
+    obj="$OUT/${rel//\//_}"
+    obj="${obj%.cpp}.o"
     objects+=("$obj")
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
         # two compilers at a time

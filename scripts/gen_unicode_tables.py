@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate ``csrc/unicode_tables.h``: the character classes of the C++ pre-tokenizer.
+"""Generate ``csrc/pretokenize/unicode_tables.h``: the character classes of the C++ pre-tokenizer.
 
 The ``"gpt2"`` and ``"gpt4"`` pre-tokenization patterns (see
 ``storygpt/tokenizers/bpe_reference.py``) are defined by the ``regex`` package.
@@ -25,12 +25,12 @@ points the case-insensitive contraction letters of ``"gpt4"``
 
 The header records the ``regex`` version and the newest Unicode version whose
 characters that ``regex`` build knows.  Re-run this script after upgrading
-``regex``; ``tests/test_pretokenize.py`` checks the committed tables against the
+``regex``; ``tests/core/test_pretokenize.py`` checks the committed tables against the
 installed package.
 
 Usage::
 
-    python scripts/gen_unicode_tables.py [--out csrc/unicode_tables.h] [--block-bits 7]
+    python scripts/gen_unicode_tables.py [--out csrc/pretokenize/unicode_tables.h] [--block-bits 7]
 """
 
 from __future__ import annotations
@@ -240,8 +240,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--out",
-        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "csrc", "unicode_tables.h"),
-        help="header to write (default: csrc/unicode_tables.h next to this script); written atomically",
+        default=os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "csrc", "pretokenize", "unicode_tables.h"
+        ),
+        help="header to write (default: csrc/pretokenize/unicode_tables.h next to this script); written atomically",
     )
     ap.add_argument(
         "--block-bits",

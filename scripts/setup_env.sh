@@ -10,7 +10,7 @@
 #   STORYGPT_EXTRAS extras of pyproject.toml to install, e.g. "test" (default: none)
 #   STORYGPT_REINSTALL=1  reinstall and recompile even when everything is up to date
 #
-# What to install is decided by scripts/env_check.py (tested in tests/test_setup_env.py):
+# What to install is decided by scripts/env_check.py (tested in tests/tools/test_setup_env.py):
 # nothing when storygpt is installed from this checkout, its compiled core is newer
 # than csrc/, setup.py and pyproject.toml, and every requirement (with the extras)
 # is satisfied; only the missing requirements when that is all that is wrong;

@@ -16,7 +16,7 @@ ruff check --quiet .
 ruff format --check --quiet .
 # C++ style (.clang-format; files listed in .clang-format-ignore are skipped).
 echo ">> clang-format --dry-run --Werror csrc/"
-clang-format --dry-run --Werror csrc/*.h csrc/*.cpp
+find csrc -name "*.h" -o -name "*.cpp" | LC_ALL=C sort | xargs clang-format --dry-run --Werror
 # Default run only: the C++ core built with AddressSanitizer and UndefinedBehaviorSanitizer, on a
 # fixed set of random vocabularies and texts (fuzz/core_fuzz.cpp; any report fails; objects cached
 # in build/sanitize/, about 50 s of CPU to build from scratch, 10 s to run).

@@ -362,7 +362,7 @@ def evaluate_bits(
     Returns:
         a :class:`BitsResult`; ``.bits_per_character`` is
         ``nats / (ln 2 * characters)``.  The result does not depend on
-        ``batch_size`` beyond float32 rounding (tests/test_bits.py).
+        ``batch_size`` beyond float32 rounding (tests/tools/test_bits.py).
 
     Raises:
         ValueError: no documents, an empty token stream, logits of the wrong

@@ -8,7 +8,7 @@ or a field the table does not know (a new model option), is refused with a one-l
 :class:`ExportError` naming the field: storygpt never writes a model that a stock
 library would run differently.
 
-The two architectures and why they are exact (checked by ``tests/test_export.py``,
+The two architectures and why they are exact (checked by ``tests/tools/test_export.py``,
 logits within 1e-4 in float32):
 
 ``gpt2`` (Hugging Face ``GPT2LMHeadModel``; llama.cpp ``gpt2``)

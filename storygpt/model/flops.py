@@ -20,7 +20,7 @@ and the attention term of Chowdhery et al. 2022, "PaLM", appendix B)::
   lookup costs no FLOPs; position embeddings and rotary angles are not matmuls.
 
 Tested against ``torch.utils.flop_counter.FlopCounterMode`` on a forward + backward
-(tests/test_flops.py): equal to its count of matmul FLOPs.
+(tests/model/test_flops.py): equal to its count of matmul FLOPs.
 """
 
 from __future__ import annotations

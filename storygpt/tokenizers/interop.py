@@ -2,7 +2,7 @@
 
 Every function here converts between :class:`~storygpt.tokenizers.BPETokenizer` and
 another library's format *exactly*: the other library, given what is written, gives
-the same ids as storygpt on every text (checked by ``tests/test_interop.py`` with
+the same ids as storygpt on every text (checked by ``tests/tokenizers/test_interop.py`` with
 ``tiktoken`` and Hugging Face ``tokenizers`` as oracles on the shared corpora).
 What cannot be expressed exactly (a pre-tokenization pattern, a normalizer, another
 model type, two ids for the same bytes) is refused with a :class:`InteropError`

@@ -5,7 +5,7 @@ looks at it between steps (and between evaluation batches), so a checkpoint alwa
 after a whole step, with the RNG states of that moment.  An evaluation cut short is redone on resume;
 ``metrics.jsonl`` rows past the checkpoint are dropped on resume.  A run resumed from a checkpoint
 gives bit-identical weights, optimizer state and history to one that was never stopped
-(tests/test_resume.py).
+(tests/training/test_resume.py).
 """
 
 from __future__ import annotations

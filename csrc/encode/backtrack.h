@@ -1,0 +1,132 @@
+// Linear-time encoding of long chunks: the backtracking BPE encoder (the idea
+// of GitHub's `bpe` crate).  Pure C++17.
+//
+// Why it gives the merge loop's ids.  Call a token *reachable* when the merge
+// loop on its own bytes gives that token back, and a pair of tokens (a, b)
+// *valid* when the merge loop on bytes(a) + bytes(b) gives [a, b].  The merge
+// loop's output on any text is the one sequence of reachable tokens that
+// spells the text with every adjacent pair valid (a merge never crosses the
+// border between two output tokens, so every prefix of the output is the
+// output of its own bytes; appending a token to a prefix's output keeps it the
+// output exactly when the new adjacent pair is valid).  So any search for such
+// a sequence finds the merge loop's ids.  The search here: at each position
+// the longest reachable token first, then ever shorter prefixes of it; a
+// token is accepted when it forms a valid pair with the previous one; when
+// none fits, the previous token is taken back.  The tokens before a position
+// are always that position's prefix output (unique), so a position from which
+// no token worked can never start a token: a bitset marks it and the search
+// skips tokens that end there, which keeps it linear in practice.
+//
+// Deciding a pair without re-encoding needs every merge of a token's merge
+// tree (the merges that build it from its bytes) to rank strictly above the
+// merges of its two parts; then each side's merges happen in rank order and
+// the pair's two trees can be unwound from the top (see valid_pair).  build()
+// checks this for every reachable token and refuses vocabularies without it
+// (random or tied ranks); the merge loop then stays in use.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/common.h"
+#include "encode/merge_table.h"
+
+namespace storygpt {
+
+class Backtracker {
+   public:
+    // The encoder's vocabulary: its merges (the rules, and the pair table,
+    // kept by reference: it must outlive the Backtracker), byte_ids[b] = the
+    // id of byte b, vocab[id] = the bytes of id (empty for an undefined id).
+    // Returns nullptr and sets *why when a reachable token's merge ranks no
+    // higher than one of its parts' merges, or the vocabulary and its bytes
+    // come to 2**24 or more.
+    static std::unique_ptr<Backtracker> build(const MergeTable& table, const std::vector<MergeRule>& merges,
+                                              const std::array<uint32_t, 256>& byte_ids,
+                                              const std::vector<std::string_view>& vocab, std::string* why);
+
+    // Appends the merge loop's ids of the chunk p[0, n) to `out`.
+    void encode(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+
+    // True when the merge loop on bytes(a) + bytes(b) gives [a, b]; a and b
+    // must be reachable tokens.
+    bool valid_pair(uint32_t a, uint32_t b) const { return find(a, b) == MergeTable::kNoMerge && border_holds(a, b); }
+
+   private:
+    static constexpr uint32_t kNone = UINT32_MAX;
+
+    struct Token {                             // 16 bytes: never split across two cache lines
+        uint32_t left = kNone, right = kNone;  // the last merge of its merge tree (kNone for a byte)
+        uint32_t order = 0;                    // that merge's rank + 1; 0 for a byte
+        uint32_t length = 0;                   // bytes; 0 for an unreachable or undefined id
+    };
+
+    Backtracker(const MergeTable& table, const std::array<uint32_t, 256>& byte_ids, size_t vocab_size);
+    // Fills tokens_[id] for the reachable ids; false (and *why) when the
+    // merge trees are not ranked bottom-up.  Linear in the merges and ids
+    // (plus the spines of merge trees that border_holds walks).
+    bool find_trees(const std::vector<MergeRule>& merges, const std::vector<std::string_view>& vocab, std::string* why);
+    void build_trie(const std::vector<std::string_view>& vocab);
+
+    // merges_.find, behind a one-hash Bloom filter of the merged pairs (16
+    // bits per pair: about 6% false hits; 256 KiB for 100k merges, mostly in
+    // L2): most pairs that the search asks about do not merge.
+    uint64_t find(uint32_t left, uint32_t right) const {
+        const uint64_t key = pair_key(left, right);
+        const uint64_t bit = (key * 0xD6E8FEB86659FD93ULL) >> filter_shift_;
+        if (!(pair_filter_[bit >> 6] >> (bit & 63) & 1)) return MergeTable::kNoMerge;
+        return merges_.find(key);
+    }
+    void build_pair_filter(const std::vector<MergeRule>& merges);
+
+    // True when the merge loop on bytes(a) + bytes(b) never merges across
+    // their border before it has made a and b.
+    bool border_holds(uint32_t a, uint32_t b) const;
+    // The longest reachable token that p[0, n) starts with (n >= 1).  When p
+    // starts with `hint` (the previous answer, in runs the same again) and it
+    // is long, a comparison replaces the walk down to it.
+    uint32_t longest_match(const unsigned char* p, size_t n, uint32_t hint) const;
+    static constexpr uint32_t kLongToken = 6;  // bytes; from here on tokens keep their bytes for the hint
+
+    const MergeTable& merges_;
+    std::array<uint32_t, 256> byte_ids_;
+    std::vector<Token> tokens_;         // by id
+    std::vector<uint32_t> shorter_;     // by id: the longest reachable token that is a proper prefix
+    std::vector<uint32_t> long_start_;  // by id, tokens of kLongToken bytes or more: where long_bytes_ holds them
+    std::string long_bytes_;
+    std::vector<uint64_t> pair_filter_;
+    unsigned filter_shift_ = 0;
+    // A byte trie of the reachable tokens.  A node that spells a reachable
+    // token is numbered with its id, any other from vocab size up.  The nodes
+    // of one byte are the byte ids, those of two bytes in an array, deeper
+    // ones through a table of edges keyed by parent node << 8 | byte (linear
+    // probing, at most half full).
+    struct Edge {
+        uint32_t key, child;
+    };
+    static constexpr uint32_t kNoEdge = UINT32_MAX;  // no key: nodes stay below 2**24 - 1
+    // A node's edges start at one hashed slot plus the byte: the edges of one
+    // node lie together, and the few nodes near the root that most look-ups
+    // pass hold few cache lines.
+    size_t edge_index(uint32_t node, unsigned char byte) const {
+        return (((node * 0x9E3779B1u) >> edge_shift_) + byte) & edge_mask_;
+    }
+    uint32_t deep_child(uint32_t node, unsigned char byte) const {
+        const uint32_t key = node << 8 | byte;
+        for (size_t i = edge_index(node, byte);; i = (i + 1) & edge_mask_) {
+            if (edges_[i].key == key) return edges_[i].child;
+            if (edges_[i].key == kNoEdge) return kNone;
+        }
+    }
+    uint32_t first_inner_node_;        // nodes below it are reachable tokens
+    std::vector<uint32_t> two_bytes_;  // [b0 << 8 | b1] -> node, or kNone
+    std::vector<Edge> edges_;
+    size_t edge_mask_ = 0;
+    unsigned edge_shift_ = 0;
+};
+
+}  // namespace storygpt

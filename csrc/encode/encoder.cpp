@@ -1,0 +1,213 @@
+#include "encode/encoder.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "pretokenize/chunking.h"
+
+namespace storygpt {
+
+namespace {
+constexpr int64_t kMaxTokenId = (int64_t(1) << 26) - 1;
+constexpr size_t kShortChunk = 64;       // encode_short up to here, encode_long above
+constexpr size_t kBacktrackChunk = 64;   // the backtracking encoder above this (when the vocabulary allows it)
+constexpr size_t kMaxCachedChunk = 256;  // longer chunks are not cached
+
+// Ids may leave gaps (unused ids), but the tables sized by the largest id
+// stay within the input's size: every id is below 256 + merges + kMaxIdGap.
+constexpr int64_t kMaxIdGap = int64_t(1) << 16;
+
+void check_id(int64_t id, const char* what, size_t n_merges) {
+    const int64_t limit = std::min<int64_t>(kMaxTokenId, 256 + static_cast<int64_t>(n_merges) + kMaxIdGap - 1);
+    if (id < 0 || id > limit)
+        throw std::invalid_argument(std::string(what) + " " + std::to_string(id) + " is out of range [0, " +
+                                    std::to_string(limit) + "] (256 + " + std::to_string(n_merges) +
+                                    " merges + a gap of " + std::to_string(kMaxIdGap) + " unused ids at most)");
+}
+
+std::string describe(size_t i, const MergeRule& m) {
+    return "merge " + std::to_string(i) + " (" + std::to_string(m.left) + ", " + std::to_string(m.right) + ") -> " +
+           std::to_string(m.new_id);
+}
+}  // namespace
+
+Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::vector<int64_t>>& byte_ids,
+                 Pattern pattern, const std::optional<std::vector<int64_t>>& ranks)
+    : pattern_(pattern), num_merges_(merges.size()), merges_(merges.size()), caches_(new CachePool()) {
+    if (byte_ids && byte_ids->size() != 256)
+        throw std::invalid_argument("byte_ids must hold 256 distinct ids, got " + std::to_string(byte_ids->size()));
+    if (ranks && ranks->size() != merges.size())
+        throw std::invalid_argument("ranks has " + std::to_string(ranks->size()) + " entries for " +
+                                    std::to_string(merges.size()) + " merges");
+    std::vector<std::string> vocab;
+    auto define = [&](int64_t id, std::string bytes) {
+        if (static_cast<size_t>(id) >= vocab.size()) {
+            vocab.resize(id + 1);
+            token_defined_.resize(id + 1, 0);
+        }
+        token_defined_[id] = 1;
+        vocab[id] = std::move(bytes);
+    };
+    for (int b = 0; b < 256; ++b) {
+        const int64_t id = byte_ids ? (*byte_ids)[b] : b;
+        check_id(id, "byte id", merges.size());
+        if (has_token(id)) throw std::invalid_argument("byte_ids must hold 256 distinct ids");
+        define(id, std::string(1, static_cast<char>(b)));
+        byte_ids_[b] = static_cast<uint32_t>(id);
+    }
+    // Ranks as dense indices, preserving order and ties.
+    std::vector<int64_t> distinct_ranks = ranks ? *ranks : std::vector<int64_t>();
+    std::sort(distinct_ranks.begin(), distinct_ranks.end());
+    distinct_ranks.erase(std::unique(distinct_ranks.begin(), distinct_ranks.end()), distinct_ranks.end());
+    for (size_t i = 0; i < merges.size(); ++i) {
+        const MergeRule& m = merges[i];
+        if (!has_token(m.left) || !has_token(m.right))
+            throw std::invalid_argument(describe(i, m) + " uses an id not defined before it");
+        check_id(m.new_id, (describe(i, m) + ": new id").c_str(), merges.size());
+        std::string bytes = vocab[m.left] + vocab[m.right];
+        if (!has_token(m.new_id))
+            define(m.new_id, bytes);
+        else if (vocab[m.new_id] != bytes)  // several merges may make one token (rank files), never other bytes
+            throw std::invalid_argument(describe(i, m) + " makes an id that already stands for other bytes");
+        const uint64_t rank =
+            ranks ? std::lower_bound(distinct_ranks.begin(), distinct_ranks.end(), (*ranks)[i]) - distinct_ranks.begin()
+                  : i;
+        merges_.insert_first(pair_key(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right)),
+                             (rank << 32) | static_cast<uint64_t>(m.new_id));
+    }
+    token_offset_.assign(vocab.size() + 1, 0);
+    for (size_t id = 0; id < vocab.size(); ++id) token_offset_[id + 1] = token_offset_[id] + vocab[id].size();
+    token_blob_.reserve(token_offset_.back());
+    for (const auto& v : vocab) token_blob_ += v;
+    std::vector<std::string_view> views(vocab.size());
+    for (size_t id = 0; id < vocab.size(); ++id) views[id] = token_bytes_unchecked(id);
+    backtracker_ = Backtracker::build(merges_, merges, byte_ids_, views, &backtrack_refusal_);
+}
+
+void Encoder::encode_chunk_uncached(const unsigned char* p, size_t n, std::vector<uint32_t>& out,
+                                    ChunkMethod method) const {
+    if (n == 0) return;
+    if (method == ChunkMethod::kAuto) {
+        if (n <= kShortChunk) {
+            encode_short(p, n, out);
+            return;
+        }
+        method = n > kBacktrackChunk ? ChunkMethod::kBacktrack : ChunkMethod::kMergeLoop;
+    }
+    const Backtracker* bt = method == ChunkMethod::kBacktrack ? backtracker_.get() : nullptr;
+    if (bt)
+        bt->encode(p, n, out);
+    else if (n <= kShortChunk)
+        encode_short(p, n, out);
+    else
+        encode_long(p, n, out);
+}
+
+// The usual case inline (a byte, or a short chunk found in the cache); the
+// rest in encode_chunk_miss, out of line, so that the loops calling this one
+// keep their registers.
+inline void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsigned char* end,
+                                  std::vector<uint32_t>& out, WorkerCache& cache) const {
+    if (n == 1) {
+        out.push_back(byte_ids_[p[0]]);
+        return;
+    }
+    if (n <= ShortChunkCache::kMaxBytes && cache.short_chunks.get(make_short_key(p, n, end), out)) return;
+    encode_chunk_miss(p, n, end, out, cache);
+}
+
+void Encoder::encode_chunk_miss(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                                WorkerCache& cache) const {
+    const size_t before = out.size();
+    if (n <= ShortChunkCache::kMaxBytes) {
+        encode_short(p, n, out);
+        cache.short_chunks.put(make_short_key(p, n, end), out.data() + before, out.size() - before);
+        return;
+    }
+    if (n > kMaxCachedChunk) {
+        encode_chunk_uncached(p, n, out);
+        return;
+    }
+    const uint64_t h = hash_bytes(p, n);
+    if (cache.long_chunks.get(p, n, h, out)) return;
+    encode_chunk_uncached(p, n, out);
+    cache.long_chunks.put(p, n, h, out.data() + before, out.size() - before);
+}
+
+void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache, size_t from) const {
+    out.reserve(out.size() + (data.size() - from) / 3);
+    const auto* base = reinterpret_cast<const unsigned char*>(data.data());
+    const unsigned char* end_of_data = base + data.size();
+    // Chunk by chunk, without a vector of all chunk ends (8 bytes per chunk).
+    for (size_t start = from, end; start < data.size(); start = end) {
+        end = chunk_end(data, start, pattern_);
+        encode_chunk(base + start, end - start, end_of_data, out, cache);
+    }
+}
+
+void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
+    // The chunks that no cache would keep (single bytes, chunks over
+    // kMaxCachedChunk) before the first that one would, without a cache: a
+    // text of one long chunk (a run of spaces, a line of letters) borrows
+    // none (a fresh cache costs its tables first touched).
+    const auto* base = reinterpret_cast<const unsigned char*>(data.data());
+    size_t start = 0;
+    for (size_t end; start < data.size(); start = end) {
+        end = chunk_end(data, start, pattern_);
+        const size_t n = end - start;
+        if (n == 1)
+            out.push_back(byte_ids_[base[start]]);
+        else if (n > kMaxCachedChunk)
+            encode_chunk_uncached(base + start, n, out);
+        else
+            break;
+    }
+    if (start == data.size()) return;
+    const CachePool::Lease cache = caches_->lend(data.size());
+    encode_pieces(data, out, *cache, start);
+}
+
+void Encoder::encode_file(const std::string& path, int num_threads, size_t window_bytes,
+                          std::vector<uint32_t>& out) const {
+    constexpr size_t kTaskChunks = 4096;
+    const int threads = resolve_threads(num_threads);
+    InputFile file(path);
+    std::vector<std::unique_ptr<CachePool::Lease>> caches(static_cast<size_t>(threads));
+    std::vector<std::vector<uint32_t>> parts;
+    auto encode_run = [&](const ChunkBatch& batch, const ChunkRun& run, std::vector<uint32_t>& ids, size_t w) {
+        if (!caches[w])
+            caches[w].reset(new CachePool::Lease(caches_->lend(std::max<size_t>(window_bytes, file.size()))));
+        batch.for_each_chunk(run, [&](std::string_view chunk) {
+            const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
+            encode_chunk(p, chunk.size(), p + chunk.size(), ids, **caches[w]);
+        });
+    };
+    auto on_batch = [&](const ChunkBatch& batch) {
+        const std::vector<ChunkRun> tasks = batch.tasks(kTaskChunks);
+        if (threads == 1 || tasks.size() == 1) {
+            for (const ChunkRun& task : tasks) encode_run(batch, task, out, 0);
+            return;
+        }
+        parts.assign(tasks.size(), {});
+        parallel_for(tasks.size(), threads, [&](size_t t, size_t w) { encode_run(batch, tasks[t], parts[t], w); });
+        for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+    };
+    stream_chunks([&](std::string& buf, size_t n) { return file.read_append(buf, n); }, SpecialSplitter({}), pattern_,
+                  threads, std::max<size_t>(window_bytes, 1), on_batch);
+}
+
+std::string_view Encoder::token_bytes(int64_t id) const {
+    if (!has_token(id)) throw std::invalid_argument("unknown token id " + std::to_string(id));
+    return token_bytes_unchecked(static_cast<size_t>(id));
+}
+
+std::string Encoder::decode(const int64_t* ids, size_t n) const {
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) total += token_bytes(ids[i]).size();
+    std::string out;
+    out.reserve(total);
+    for (size_t i = 0; i < n; ++i) out += token_bytes(ids[i]);
+    return out;
+}
+
+}  // namespace storygpt

@@ -1,0 +1,87 @@
+"""Memory that follows the input: encode_iterable within the current address space + 1 MB.
+
+A child process loads a tokenizer, warms up Python's share (the ints and
+lists of one buffer's ids) with a second encoder of the same vocabulary that
+stays alive, then caps its address space (RLIMIT_AS) at what it uses plus
+1 MB and streams a 1 MB file of varied words through ``encode_iterable`` with
+a 64 KiB buffer.  The chunk caches start small and grow no larger than their
+calls' inputs could fill (csrc/encode/chunk_cache.h), so they fit; a cache taken
+whole on first use (4-8 MiB), or one that grows with the whole stream, does
+not.  The ids must equal the parent's ``encode`` of the whole text.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from storygpt.tokenizers import BPETokenizer
+
+_CHILD = r"""
+import resource, sys
+from storygpt.tokenizers import BPETokenizer
+
+def vm_kib():
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmSize:")).split()[1])
+
+tok = BPETokenizer.load(sys.argv[1])
+with open(sys.argv[2], encoding="utf-8") as f:
+    lines = f.readlines()  # read before the cap: the file's text is the input, not the encoder's memory
+# Python's own share warmed up (its allocator keeps memory for the ints and lists of a buffer) by
+# another encoder of the same vocabulary, kept alive so that its caches' memory stays taken.
+warm = BPETokenizer.load(sys.argv[1])
+for _ in warm.encode_iterable(lines[:2000], buffer_chars=1 << 16):
+    pass
+tok.encode("a")
+base = vm_kib()
+limit = base * 1024 + (1 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+n, checksum, peak = 0, 0, base
+for i in tok.encode_iterable(lines, buffer_chars=1 << 16):
+    n += 1
+    checksum = (checksum * 1000003 + i) % (1 << 61)
+    if n % 4096 == 0:
+        peak = max(peak, vm_kib())
+print(n, checksum, max(peak, vm_kib()) - base)
+"""
+
+
+def _text(n_bytes: int) -> str:
+    """Lines of words drawn from 20,000 made-up words (many distinct chunks), about n_bytes long."""
+    rng = random.Random(24)
+    letters = "etaoinshrdlucmfwypvbgkqjxz"
+    words = [
+        "".join(rng.choice(letters[: rng.randint(6, 26)]) for _ in range(rng.randint(1, 12))) for _ in range(20_000)
+    ]
+    out, size = [], 0
+    while size < n_bytes:
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(1, 20))) + ".\n"
+        out.append(line)
+        size += len(line)
+    return "".join(out)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_encode_iterable_within_address_space_plus_1mb(tmp_path):
+    text = _text(1 << 20)
+    tok = BPETokenizer.train(text[:200_000], 1000, pattern="gpt2", special_tokens=[])
+    tok.save(tmp_path / "tok.json")
+    (tmp_path / "text.txt").write_text(text, encoding="utf-8")
+    ids = tok.encode(text)
+    checksum = 0
+    for i in ids:
+        checksum = (checksum * 1000003 + i) % (1 << 61)
+    r = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(tmp_path / "tok.json"), str(tmp_path / "text.txt")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    n, got, grew_kib = (int(x) for x in r.stdout.split())
+    assert (n, got) == (len(ids), checksum)
+    assert grew_kib <= 1024
