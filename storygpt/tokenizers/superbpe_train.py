@@ -3,7 +3,7 @@
 and checked by the same :func:`~storygpt.tokenizers.bpe_train.check_train_args`.
 
 Liu et al. (2025), arXiv:2503.13423; semantics: :mod:`storygpt.tokenizers.superbpe_reference`;
-C++: ``_bpe.superbpe_train`` (``csrc/superbpe_train.cpp``).
+C++: ``_bpe.superbpe_train`` (``csrc/train/superbpe_train.cpp``).
 """
 
 from __future__ import annotations

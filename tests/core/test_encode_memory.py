@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from storygpt.tokenizers import BPETokenizer
+from storygpt.tokenizers.bpe_train import train_bpe
 
 _CHILD = r"""
 import resource, sys
@@ -68,7 +68,7 @@ def _text(n_bytes: int) -> str:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_encode_iterable_within_address_space_plus_1mb(tmp_path):
     text = _text(1 << 20)
-    tok = BPETokenizer.train(text[:200_000], 1000, pattern="gpt2", special_tokens=[])
+    tok = train_bpe(text[:200_000], 1000, pattern="gpt2", special_tokens=[])
     tok.save(tmp_path / "tok.json")
     (tmp_path / "text.txt").write_text(text, encoding="utf-8")
     ids = tok.encode(text)

@@ -314,7 +314,7 @@ def test_step_estimates_and_budget_warnings():
         (["byte", "--report", "a/b"], "--report 'a/b'"),
         (["hf:missing.json"], "no such file: missing.json"),
         (["byte", "--train-file", "nope.txt"], "--train-file nope.txt: no such file"),
-        (["byte", "--seeds", "0"], "--seeds must be at least 1, got 0"),
+        (["byte", "--seeds", "0"], "--seeds must be >= 1, got 0"),
         (["byte", "--budget-flops", "1e12,abc"], "--budget-flops 1e12,abc: 'abc' is not a number"),
         (["byte", "--budget-flops", "1e12,1e12"], "--budget-flops 1e12,1e12: 1e12 is given twice"),
         (["byte", "--budget-chars", "1e7,-1"], "--budget-chars must be a positive number, got -1"),

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "train.h"
+#include "train/train.h"
 
 namespace storygpt {
 

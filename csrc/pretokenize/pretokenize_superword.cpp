@@ -5,7 +5,7 @@
 // A chunk ends where a line break starts or ends and where a run of sentence
 // punctuation ends.  Works on bytes (every byte of a multi-byte UTF-8
 // character is >= 0x80, never one of these), one forward scan: linear.
-#include "pretokenize_internal.h"
+#include "pretokenize/pretokenize_internal.h"
 
 namespace storygpt {
 namespace detail {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "bind_util.h"
-#include "superbpe_train.h"
+#include "python/bind_util.h"
+#include "train/superbpe_train.h"
 
 namespace py = pybind11;
 using namespace storygpt_bind;

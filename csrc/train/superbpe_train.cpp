@@ -1,11 +1,11 @@
-#include "superbpe_train.h"
+#include "train/superbpe_train.h"
 
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
-#include "chunk_counts.h"
-#include "encoder.h"
+#include "encode/encoder.h"
+#include "train/chunk_counts.h"
 
 namespace storygpt {
 
