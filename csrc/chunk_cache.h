@@ -1,3 +1,5 @@
+// Pays on: encoding the 15.7 MB English corpus (GPT-2): 2.2x the time without any cache, 5 MB varied text
+// 1.3-1.6x; the 17-256-byte CacheTable alone: within noise (docs/performance.md, "What the special paths earn").
 // Bounded caches of chunk bytes -> token ids for the encoder.  Pure C++17.
 #pragma once
 
