@@ -1,5 +1,5 @@
-// The 64 parts of ChunkCounts: no gain measured on 20 MB (speed equal, peak 68.5 vs 63.3 MB with one part); see
-// docs/performance.md, "What the special paths earn", for 200 MB.
+// The 64 parts of ChunkCounts pay on: nothing measured; one part as fast, peak 63.3 vs 68.5 MB (20 MB varied text),
+// 193 vs 197 MB (200 MB) (docs/performance.md, "What the special paths earn").
 // Counting the distinct pre-tokenization chunks of a training corpus.
 // Pure C++17 (no Python types).
 #pragma once
