@@ -1,3 +1,5 @@
+// Pays on: encoding the 15.7 MB English corpus (GPT-2): 2.2x the time without any cache, 5 MB varied text
+// 1.3-1.6x; the 17-256-byte CacheTable alone: within noise (docs/performance.md, "What the special paths earn").
 // Bounded caches of chunk bytes -> token ids for the encoder.  Pure C++17.
 #pragma once
 
@@ -101,7 +103,7 @@ inline ShortKey make_short_key(const unsigned char* p, size_t n, const unsigned 
 // vocabulary): in front of the former shared + private CacheTables it cut
 // instructions 206 -> 178 M and L1 data misses 2.6 -> 1.7 M; a CacheTable
 // look-up reads a slot, an entry and the key bytes in the arena, three
-// likely cache misses.  docs/performance.md, "2026-12-01".
+// likely cache misses.  docs/performance.md, "The encoder's instruction counts".
 class ShortChunkCache {
    public:
     static constexpr size_t kMaxBytes = 16;
