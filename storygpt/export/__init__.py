@@ -60,6 +60,17 @@ def _check_destination(out: Path, fmt: str, force: bool) -> None:
         raise ExportError(f"{out}: {out.parent} is not a folder")
 
 
+def _check_not_over_source(out: Path, checkpoint: str | os.PathLike) -> None:
+    """Refuse an ``out`` that is the checkpoint file or a folder holding it (replacing it would lose the run)."""
+    from storygpt.checkpoint import resolve_checkpoint
+
+    source = Path(resolve_checkpoint(checkpoint)).resolve()
+    target = out.resolve()
+    run_files = {source, source.parent / "ckpt.pt", source.parent / "best.pt"}
+    if target in run_files or target in source.parents:
+        raise ExportError(f"{out}: holds the checkpoint being exported ({source}); choose another OUT")
+
+
 def _usual_modes(folder: Path) -> None:
     """The permissions a new folder and its files get under the umask (mkdtemp makes 0700, safetensors 0600)."""
     from storygpt.atomic import file_mode
@@ -112,6 +123,7 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         raise ExportError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     out = Path(out)
     _check_destination(out, fmt, force)
+    _check_not_over_source(out, checkpoint)
     model, tok, path = read_source(checkpoint)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))

@@ -47,7 +47,8 @@ def require(package: str, what: str):
     try:
         return importlib.import_module(package)
     except ImportError as e:
-        raise ImportError(f"{what} needs the optional package {package} (pip install {package})") from e
+        top = package.split(".")[0]
+        raise ImportError(f"{what} needs the optional package {top} (pip install {top})") from e
 
 
 def as_int(value, what: str, error: type = TypeError) -> int:

@@ -133,7 +133,10 @@ def check_header(d: Any, source: str = "tokenizer dict") -> str:
         raise TokenizerFileError(
             f"{source}: unsupported tokenizer file version {version!r} (this storygpt reads version {FORMAT_VERSION})"
         )
-    return d.get("kind")
+    kind = d.get("kind")
+    if not isinstance(kind, str):
+        raise TokenizerFileError(f"{source}: the tokenizer kind must be a string, got {kind!r}")
+    return kind
 
 
 def call_from_dict(cls, d: dict, source: str, **kwargs):
@@ -142,7 +145,9 @@ def call_from_dict(cls, d: dict, source: str, **kwargs):
         return cls.from_dict(d, **kwargs)
     except TokenizerFileError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:
+    except KeyError as e:
+        raise TokenizerFileError(f"{source}: malformed {d.get('kind')} tokenizer: no {e} entry") from e
+    except (TypeError, ValueError, IndexError, AttributeError) as e:
         raise TokenizerFileError(f"{source}: malformed {d.get('kind')} tokenizer: {e}") from e
 
 

@@ -198,3 +198,24 @@ def test_tokenizer_load_on_a_folder(tiny_run):
     # before: IsADirectoryError "[Errno 21] Is a directory"
     with pytest.raises(IsADirectoryError, match=rf"^{tiny_run['root']}: is a folder, not a tokenizer file"):
         load(tiny_run["root"])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"kind": [1]}, "the tokenizer kind must be a string, got [1]"),
+        ({"kind": {}}, "the tokenizer kind must be a string, got {}"),
+        ({"superbpe": [1]}, "malformed superbpe tokenizer"),
+        ({"superbpe": None}, "malformed superbpe tokenizer"),
+    ],
+)
+def test_malformed_kind_and_superbpe_fields_are_tokenizer_file_errors(tmp_path, change, message):
+    from storygpt.tokenizers.superbpe_train import train_superbpe
+
+    tok = train_superbpe("the cat sat on the mat. the dog sat on the log. " * 20, 300, 280)
+    d = {**tok.to_dict(), **change}
+    path = tmp_path / "crafted.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(TokenizerFileError, match=message.replace("[", r"\[").replace("]", r"\]")) as e:
+        load(path)
+    assert str(path) in str(e.value)

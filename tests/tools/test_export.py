@@ -298,6 +298,24 @@ def test_not_a_checkpoint_is_one_line(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.pt"]
 
 
+def test_force_never_replaces_the_run_being_exported(tokenizers, tmp_path):
+    run = tmp_path / "runs" / "rope-bpe"
+    run.mkdir(parents=True)
+    best = save(random_gpt(tokenizers["bpe"], "rope"), tokenizers["bpe"], run / "best.pt")
+    (run / "ckpt.pt").write_bytes(best.read_bytes())
+    before = sorted(p.name for p in run.iterdir())
+    for source, out, fmt in (
+        (run, run, "hf"),  # OUT is the run folder
+        (run, tmp_path / "runs", "hf"),  # OUT holds the run folder
+        (best, best, "gguf"),  # OUT is the checkpoint file
+        (best, run / "ckpt.pt", "gguf"),  # OUT is the run's other checkpoint
+    ):
+        with pytest.raises(ExportError, match="holds the checkpoint being exported"):
+            export(source, out, fmt=fmt, force=True)
+    assert sorted(p.name for p in run.iterdir()) == before
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["rope-bpe"]
+
+
 def test_tokenizer_kinds_without_an_hf_form_are_refused(exported, tmp_path):
     from storygpt.export.tokenizer import tokenizer_json
 
