@@ -556,7 +556,8 @@ def rerun(report: str, argv: list[str]) -> int:
     path = Path(report)
     path = path / "results.json" if path.is_dir() else path
     doc = read_json_or_none(path)
-    if doc is None or not isinstance((doc.get("meta") or {}).get("argv"), list):
+    argv_ok = isinstance(doc, dict) and isinstance(doc.get("meta"), dict) and isinstance(doc["meta"].get("argv"), list)
+    if not argv_ok or not all(isinstance(a, str) for a in doc["meta"]["argv"]):
         print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
         return 2
     old = [a for a in doc["meta"]["argv"]]
