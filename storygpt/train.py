@@ -353,9 +353,11 @@ def build_session(
     chars_per_token: float,
     compile: bool,
     ckpt: dict | None,
+    optim=None,
 ) -> tuple[Session, TrainState]:
     """Build the model (seeded with ``hyper.seed``; weights from ``ckpt`` when resuming), AdamW, the
-    compiled/DDP wrapper and the :class:`Session`; restore the optimizer and RNG states from ``ckpt``."""
+    compiled/DDP wrapper and the :class:`Session`; restore the optimizer and RNG states from ``ckpt``.
+    ``optim``: a :class:`storygpt.model.optim.OptimConfig` (None: AdamW with ``hyper.lr`` and ``weight_decay``)."""
     from storygpt.model import GPT
     from storygpt.model.flops import flops_per_token, parameter_split
 
@@ -363,14 +365,10 @@ def build_session(
     model = GPT(config).to(device)
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=hyper.lr,
-        betas=(0.9, 0.95),
-        eps=1e-8,
-    )
+    from storygpt.model.optim import OptimConfig, build_optimizer  # recipe: the optimizer of the run
+
+    optim = optim if optim is not None else OptimConfig("adamw", hyper.lr, weight_decay)
+    optimizer = build_optimizer(model, optim)
     train_model = torch.compile(model) if compile else model
     if dist.ddp:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -393,7 +391,7 @@ def build_session(
         budgets=budgets,
         batch_rng=np.random.default_rng([hyper.seed, dist.rank]),
         files=files,
-        meta={**meta, "config": config.to_dict(), "tokenizer": tokenizer.to_dict()},
+        meta={**meta, "config": config.to_dict(), "tokenizer": tokenizer.to_dict(), "optim": optim.to_dict()},
         chars_per_token=chars_per_token,
         flops_per_token=flops_per_token(config),
         params=parameter_split(model),
@@ -814,6 +812,7 @@ def model_record(s: Session) -> dict:
 def assemble(s: Session, state: TrainState) -> dict:
     """The ``ckpt.pt`` dict (see storygpt.checkpoint)."""
     ckpt = {**model_record(s), "optimizer": s.optimizer.state_dict(), "state": state.to_dict(), "args": s.meta["args"]}
+    ckpt["optim"] = s.meta["optim"]  # recipe: the OptimConfig
     if s.scaler.is_enabled():
         ckpt["scaler"] = s.scaler.state_dict()
     return ckpt
@@ -921,8 +920,10 @@ def restore(s: Session, ckpt: dict) -> TrainState:
 # -------------------------------------------------------------------- loop
 def train_step(s: Session, state: TrainState, lr: float) -> tuple[float, float]:
     """One optimizer step over ``grad_accum`` micro-batches; returns (mean loss, gradient norm)."""
+    from storygpt.model.optim import group_lr  # recipe: per-group rates (lr_scale) under one schedule
+
     for group in s.optimizer.param_groups:
-        group["lr"] = lr
+        group["lr"] = group_lr(group, lr)
     k = s.hyper.grad_accum
     total = 0.0
     for micro in range(k):
