@@ -15,7 +15,8 @@ A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
 ``best.pt`` holds only these (plus ``step`` and ``val_bpc``).  ``ckpt.pt`` adds the
 training state (storygpt.train): ``optimizer``, ``scaler`` (float16 only),
 ``state`` (TrainState.to_dict(): step, tokens, chars, flops, time, RNG states,
-history) and ``args`` (the command line, as a dict).
+history), ``args`` (the command line, as a dict) and ``optim`` (the OptimConfig of
+storygpt/model/optim.py; a ``muon`` optimizer's state is ``{"muon": ..., "adamw": ...}``).
 
 Files are written atomically (a temporary file in the same folder, fsync, then
 ``os.replace``), so a crash never leaves a half-written checkpoint behind.

@@ -845,6 +845,7 @@ def summary(s: Session, state: TrainState) -> dict:
         "flops_per_token": s.flops_per_token,
         "chars_per_token": s.chars_per_token,
         "config": m["config"],
+        "optim": m.get("optim"),  # recipe: the OptimConfig
         "batch_windows": s.hyper.batch_size * s.hyper.grad_accum * s.dist.world,
         "processes": s.dist.world,
         "device": str(s.device),

@@ -15,6 +15,7 @@ import pretrain
 from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_digest
 from storygpt.evaluate import _nll_rows
 from storygpt.model import GPT, GPTConfig
+from storygpt.model.gpt import SoftCap, SoftCappedLinear
 from storygpt.model.optim import MuonAdamW, OptimConfig, build_optimizer, group_lr, split_parameters
 from storygpt.model.recipes import ARCH, RECIPES, legacy_args
 
@@ -92,6 +93,21 @@ def test_modern_model_parts():
     mlp = model.blocks[0].mlp
     expected = torch.relu(h @ mlp.c_fc.weight.T).square() @ mlp.c_proj.weight.T
     torch.testing.assert_close(mlp(h), expected)
+
+
+def test_soft_cap_and_its_gradient_equal_the_plain_formula():
+    torch.manual_seed(0)
+    head = SoftCappedLinear(16, 30, 15.0).double()
+    with torch.no_grad():
+        head.weight.normal_(0.0, 5.0)  # logits well into the tanh's bend
+    x = torch.randn(7, 16, dtype=torch.float64, requires_grad=True)
+    y, plain = head(x), 15.0 * torch.tanh(x @ head.weight.T / 15.0)
+    torch.testing.assert_close(y, plain, rtol=1e-12, atol=1e-12)
+    g = torch.randn_like(y)
+    for a, b in zip(torch.autograd.grad(y, (x, head.weight), g), torch.autograd.grad(plain, (x, head.weight), g)):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    u = (torch.randn(5, 6, dtype=torch.float64) * 20).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: SoftCap.apply(t, 15.0), (u,))
 
 
 @pytest.mark.parametrize("position", ["learned", "rope"])

@@ -202,19 +202,44 @@ def make_norm(config: GPTConfig) -> nn.Module:
     return nn.LayerNorm(config.n_embd, bias=config.bias)
 
 
-class SoftCappedLinear(nn.Linear):
-    """A linear layer whose outputs are soft-capped: ``cap * tanh(x W^T / cap)`` (Gemma 2, nanochat).
+class SoftCap(torch.autograd.Function):
+    """``y = cap * tanh(u)`` with the derivative from the output: ``dy/du = cap - y**2 / cap``.
 
-    Same parameters (and state_dict keys) as :class:`torch.nn.Linear`; every path that computes
-    logits from ``lm_head`` (training, ``storygpt.evaluate``, sampling) gets the cap.
+    Autograd of ``cap * tanh(z / cap)`` makes three (B, T, vocab_size) temporaries forward and
+    three backward; this makes one each way (forward: tanh, then scale in place; backward: one
+    ``addcmul``, then multiply in place), saving only ``y``.  ``u`` is ``z / cap``, the division
+    done on the (much smaller) input of the output layer by :class:`SoftCappedLinear`.
     """
 
-    def __init__(self, in_features: int, out_features: int, cap: float, bias: bool = False):
-        super().__init__(in_features, out_features, bias=bias)
+    @staticmethod
+    def forward(ctx, u: torch.Tensor, cap: float) -> torch.Tensor:
+        y = torch.tanh(u).mul_(cap)
+        ctx.save_for_backward(y)
+        ctx.cap = cap
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (y,) = ctx.saved_tensors
+        slope = torch.addcmul(torch.tensor(ctx.cap, dtype=y.dtype), y, y, value=-1.0 / ctx.cap)
+        return slope.mul_(grad), None
+
+
+class SoftCappedLinear(nn.Linear):
+    """The output layer with soft-capped logits: ``cap * tanh((x / cap) W^T)`` (Gemma 2, nanochat).
+
+    Same parameters (and state_dict keys) as a bias-free :class:`torch.nn.Linear`, so every path
+    that computes logits from ``lm_head`` (training, ``storygpt.evaluate``, sampling) gets the cap.
+    Dividing the input by ``cap`` (n_embd values per token) instead of the logits (vocab_size per
+    token) and :class:`SoftCap` keep the cap's CPU cost down (docs/training.md measures it).
+    """
+
+    def __init__(self, in_features: int, out_features: int, cap: float):
+        super().__init__(in_features, out_features, bias=False)
         self.cap = float(cap)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.cap * torch.tanh(super().forward(x) / self.cap)
+        return SoftCap.apply(F.linear(x * (1.0 / self.cap), self.weight), self.cap)
 
 
 class CausalSelfAttention(nn.Module):
