@@ -41,6 +41,7 @@ VARIANTS = {
     "gpt2": dict(GPT2),
     "modern": dict(MODERN),
     "modern, soft-cap off": {**MODERN, "logit_softcap": 0.0},
+    "modern, soft-cap by autograd": {**MODERN, "plain_softcap": True},
     "modern, LayerNorm": {**MODERN, "norm": "layernorm"},
     "modern, no QK-norm": {**MODERN, "qk_norm": False},
     "modern, GELU": {**MODERN, "mlp": "gelu"},
@@ -49,12 +50,24 @@ VARIANTS = {
 }
 
 
+class PlainSoftCap:
+    """``cap * tanh((x W^T) / cap)`` written out: three temporaries forward, three backward."""
+
+    def __init__(self, head):
+        self.head = head
+
+    def __call__(self, x):
+        return self.head.cap * torch.tanh(torch.nn.functional.linear(x, self.head.weight) / self.head.cap)
+
+
 def build(variant: dict, shape: dict, vocab: int, seed: int = 0):
     torch.manual_seed(seed)
     arch = {k: variant[k] for k in ARCH}
     b, n_layer, n_head, d = shape["block_size"], shape["n_layer"], shape["n_head"], shape["n_embd"]
     config = GPTConfig(vocab, b, n_layer, n_head, d, position="rope", **arch)
     model = GPT(config)
+    if variant.get("plain_softcap"):  # the formula as autograd sees it, in place of SoftCap
+        model.lm_head.forward = PlainSoftCap(model.lm_head)
     opt = build_optimizer(model, OptimConfig(variant["optimizer"], shape["lr"]))
     return model, opt
 
