@@ -116,9 +116,7 @@ def one_run(args, preset: str, multiple: float, seed: int, variant: str, vocab: 
         "params": summary["params"],
         "steps": summary["steps"],
         "val_bpc": summary["val_bpc"],
-        "bits_per_char": measured["models"][0]["bits_per_character"]
-        if "models" in measured
-        else measured["checkpoints"][0]["bits_per_character"],
+        "bits_per_char": measured["results"][0]["bits_per_character"],
         "cpu_seconds": cpu,
         "wall_seconds": wall,
         "train_time": summary["train_time"],
