@@ -75,7 +75,7 @@ FLAGS = {
         ("--rope-theta", float, 10000.0, "rotary frequency base (with --rope)"),
     ],
     "recipe (docs/training.md; a part flag given beside --recipe replaces that part)": [
-        ("--recipe", str, "gpt2", "gpt2 (LayerNorm, GELU, tied, AdamW) or modern (RMSNorm, QK-norm, ReLU^2, Muon)"),
+        ("--recipe", str, recipes.DEFAULT, "modern (RMSNorm, QK-norm, ReLU^2, Muon) or gpt2 (LayerNorm, GELU, AdamW)"),
         ("--norm", str, None, "part: layernorm or rmsnorm (parameter-free)"),
         ("--qk-norm", on_off, None, "part: RMSNorm of queries and keys (on/off)"),
         ("--mlp", str, None, "part: gelu or relu2 (squared ReLU)"),

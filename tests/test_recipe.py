@@ -209,10 +209,10 @@ def test_modern_resume_with_muon_momentum_is_bit_for_bit(corpus, tmp_path, monke
 
 
 def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp_path):
-    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2")
+    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2")  # the default: modern
     with pytest.raises(SystemExit) as e:
-        train(corpus, tmp_path / "run", "--resume", "--recipe", "modern")
-    assert "is a --recipe gpt2 run, not --recipe modern" in str(e.value.code)
+        train(corpus, tmp_path / "run", "--resume", "--recipe", "gpt2")
+    assert "is a --recipe modern run, not --recipe gpt2; resume it with --recipe modern" in str(e.value.code)
 
 
 def parse_error(capsys, *argv) -> str:
@@ -228,13 +228,23 @@ def test_bad_recipe_flags_are_one_line_errors_naming_both(capsys):
     assert "'llama'" in line and "gpt2" in line and "modern" in line
     line = parse_error(capsys, "--recipe", "modern", "--lr", "1e-3")
     assert "--lr" in line and "--recipe gpt2" in line and "--recipe modern" in line and "--matrix-lr" in line
-    line = parse_error(capsys, "--matrix-lr", "0.01")
+    line = parse_error(capsys, "--lr", "1e-3")  # the default recipe is modern
+    assert "--lr" in line and "--recipe gpt2" in line and "--recipe modern" in line
+    line = parse_error(capsys, "--recipe", "gpt2", "--matrix-lr", "0.01")
     assert "--matrix-lr" in line and "--recipe modern" in line and "--recipe gpt2" in line
     assert "on or off" in parse_error(capsys, "--qk-norm", "yes")
+
+
+def test_the_default_recipe_is_modern_in_pretrain_and_compare():
+    import compare
+
+    assert RECIPES["modern"]["optimizer"] == "muon" and pretrain.parse([])[0].recipe == "modern"
+    assert compare.build_parser().get_default("recipe") == pretrain.build_parser().get_default("recipe") == "modern"
+    assert compare.forwarded_flags(compare.build_parser().parse_args([])) == ["--recipe", "modern"]
 
 
 def test_part_flags_switch_one_part():
     args, _ = pretrain.parse(["--recipe", "modern", "--logit-softcap", "0", "--optimizer", "adamw", "--lr", "1e-3"])
     assert (args.logit_softcap, args.optimizer, args.norm, args.lr) == (0.0, "adamw", "rmsnorm", 1e-3)
-    args, _ = pretrain.parse(["--optimizer", "muon", "--tie-embeddings", "off"])
+    args, _ = pretrain.parse(["--recipe", "gpt2", "--optimizer", "muon", "--tie-embeddings", "off"])
     assert (args.recipe, args.optimizer, args.tie_embeddings, args.norm) == ("gpt2", "muon", False, "layernorm")
