@@ -70,6 +70,9 @@ PROG = "compare.py"
 #: pretrain.py setting that a comparison must vary goes here (and in build_parser); it is part of the
 #: settings that name the folder of runs, and it is recorded in each run's compare.json.
 FORWARDED = {"recipe": "--recipe"}
+#: pretrain.py's --recipe default (storygpt/model/recipes.py DEFAULT; kept here so compare.py imports no torch,
+#: tests/test_recipe.py checks they agree): always forwarded, so it names the folder of runs and is recorded.
+RECIPE_DEFAULT = "modern"
 #: pretrain.py's defaults that the pre-training guard needs (when --pretrain-args does not set them).
 PRETRAIN_WARMUP = 20
 
@@ -148,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--recipe",
-        help="pretrain.py --recipe for every run (forwarded as it is; see FORWARDED in compare.py)",
+        default=RECIPE_DEFAULT,
+        help="pretrain.py --recipe for every run: modern or gpt2 (forwarded as it is; see FORWARDED in compare.py)",
     )
     g.add_argument(
         "--eval-interval",
@@ -564,6 +568,9 @@ def rerun(report: str, argv: list[str]) -> int:
     if len(argv) > 2:
         print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(argv)})", file=sys.stderr)
         return 2
+    if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
+        used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
+        old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
     parsed = build_parser().parse_args(old)
     name = (parsed.report or doc["meta"]["name"]) + "-rerun"
     new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]

@@ -20,7 +20,8 @@ from pathlib import Path
 from storygpt import runtime
 from storygpt.checkpoint import run_meta, to_plain
 from storygpt.cli import check_ranges, show, table_parser
-from storygpt.model import GPTConfig
+from storygpt.model import GPTConfig, recipes
+from storygpt.model.optim import OptimConfig, schedule_peak
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.spec import SpecError, parse_spec
 from storygpt.train import resume, start
@@ -33,6 +34,16 @@ BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flop
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data"}
 RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run"}
+
+
+def on_off(text: str) -> bool:
+    """``on`` -> True, ``off`` -> False (the type of the recipe's yes/no parts)."""
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+    return text == "on"
+
+
+on_off.__name__ = "on/off"  # argparse names the type in its error
 # (flag, type, default, help) by group; bool flags have type None
 FLAGS = {
     "data and run folder": [
@@ -63,14 +74,28 @@ FLAGS = {
         ("--dropout", float, 0.0, "dropout probability"),
         ("--rope-theta", float, 10000.0, "rotary frequency base (with --rope)"),
     ],
+    "recipe (docs/training.md; a part flag given beside --recipe replaces that part)": [
+        ("--recipe", str, recipes.DEFAULT, "modern (RMSNorm, QK-norm, ReLU^2, Muon) or gpt2 (LayerNorm, GELU, AdamW)"),
+        ("--norm", str, None, "part: layernorm or rmsnorm (parameter-free)"),
+        ("--qk-norm", on_off, None, "part: RMSNorm of queries and keys (on/off)"),
+        ("--mlp", str, None, "part: gelu or relu2 (squared ReLU)"),
+        ("--tie-embeddings", on_off, None, "part: output layer tied to the token embedding (on/off)"),
+        ("--zero-init", on_off, None, "part: output projections start at zero (on/off)"),
+        ("--logit-softcap", float, None, "part: logits c*tanh(z/c) with this c (0: off)"),
+        ("--bias", on_off, None, "part: biases in linear layers and LayerNorms (on/off)"),
+        ("--optimizer", str, None, "part: adamw (one --lr) or muon (Muon + AdamW, per-group rates)"),
+        ("--matrix-lr", float, None, "muon: Muon's peak rate for block matrices (default 0.02)"),
+        ("--embed-lr", float, None, "muon: AdamW peak rate for embeddings (default 0.2*(n_embd/768)^-0.5)"),
+        ("--head-lr", float, None, "muon: AdamW peak rate for the output layer (default 0.004*(n_embd/768)^-0.5)"),
+    ],
     "optimization": [
         ("--batch-size", int, 16, "windows per micro-batch and process"),
         ("--grad-accum", int, 1, "micro-batches per step: a step is batch-size x grad-accum x processes"),
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
-        ("--lr", float, 3e-3, "peak learning rate (AdamW)"),
-        ("--min-lr", float, 3e-4, "learning rate at the end of the cosine decay"),
+        ("--lr", float, 3e-3, "adamw: peak learning rate"),
+        ("--min-lr", float, 3e-4, "adamw: learning rate at the end of the cosine decay"),
         ("--warmup-steps", int, 20, "linear learning-rate warm-up steps"),
-        ("--weight-decay", float, 0.1, "AdamW weight decay (matrices and embeddings only)"),
+        ("--weight-decay", float, 0.1, "adamw: weight decay (matrices and embeddings only)"),
         ("--grad-clip", float, 1.0, "clip the gradient norm to this (0: off)"),
         ("--seed", int, 1337, "random seed (model init; batch sampling uses seed and rank)"),
     ],
@@ -91,13 +116,15 @@ FLAGS = {
 RANGES = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), (1, None))
 RANGES |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), (1, None))
 RANGES |= dict.fromkeys("lr min_lr warmup_steps grad_clip weight_decay".split(), (0, None))
+RANGES |= dict.fromkeys("logit_softcap matrix_lr embed_lr head_lr".split(), (0, None))
 RANGES |= {"minutes": (0, None, "strict"), "seed": (0, 2**63 - 1), "dropout": (None, None), "rope_theta": (None, None)}
 
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     """The parser of FLAGS; with ``suppress_defaults`` it returns only the flags given explicitly."""
     description = "Pretrain a GPT on token files written by data.py."
-    choices = {"--dtype": ["auto", "float32", "bfloat16", "float16"]}
+    choices = {"--dtype": ["auto", "float32", "bfloat16", "float16"], "--recipe": list(recipes.RECIPES)}
+    choices |= {"--norm": ["layernorm", "rmsnorm"], "--mlp": ["gelu", "relu2"], "--optimizer": ["adamw", "muon"]}
     return table_parser("pretrain.py", description, FLAGS, choices, suppress_defaults)
 
 
@@ -112,6 +139,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
             vars(args).update({k: v for k, v in preset(args.preset).items() if k not in explicit})
         except ValueError as e:
             parser.error(f"--preset: {e}")
+    vars(args).update(recipes.parts(args.recipe, vars(args)))  # recipe: its parts, part flags given win
+    wrong = recipes.foreign_flag(args.optimizer, explicit)
+    if wrong:
+        parser.error(wrong)
     if args.min_lr > args.lr and "min_lr" in explicit:
         parser.error(f"--min-lr {args.min_lr} is above --lr {args.lr} (the peak learning rate)")
     args.min_lr = min(args.min_lr, args.lr)  # a --lr below the default --min-lr: no rise at the end
@@ -179,6 +210,7 @@ def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag
 def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
     ckpt = resume.read_resumable(files.ckpt) if args.resume else None
     if ckpt is not None:
+        resume.check_recipe(ckpt, files.ckpt, args.recipe, explicit)  # a run from before recipes is gpt2
         given = vars(args)
         vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
     elif files.ckpt.exists() and not args.force:
@@ -194,19 +226,21 @@ def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop
         raise RunError(str(e)) from None
     a = args
     tokenizer, train, heldout = start.load_run_data(data_dir, spec, a.block_size, a.eval_chars, ckpt, files.ckpt)
-    names = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta")
+    names = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta", *recipes.ARCH)
     try:
         config = GPTConfig(tokenizer.vocab_size, **{k: getattr(a, k) for k in names}, position=POSITION[a.rope])
     except ValueError as e:
         raise RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
-    options = start.Options(a.weight_decay, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
+    optim = OptimConfig(a.optimizer, a.lr, a.weight_decay, a.matrix_lr, a.embed_lr, a.head_lr)
+    peak, end = schedule_peak(optim, a.lr, a.min_lr)  # "muon": multipliers of each group's peak
+    options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
     r, live = start.build(
         config=config,
         tokenizer=tokenizer,
         train=train,
         heldout=heldout,
-        hyper=Hyper(a.batch_size, accum, a.lr, a.min_lr, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
+        hyper=Hyper(a.batch_size, accum, peak, end, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
         budgets=Budgets(*(getattr(a, b) for b in BUDGETS)),
         files=files,
         meta=run_meta(spec, data_dir, files.folder, to_plain({**vars(a), "data": str(data_dir)})),

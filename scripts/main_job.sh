@@ -21,7 +21,8 @@
 #   CORPUS, DATA_ARGS      corpus folder name and extra data.py arguments, e.g.
 #                          CORPUS=mine DATA_ARGS="--train-file mine.txt" (default: the built-in shakespeare)
 #   WORD, BPE              the two tokenizer SPECs (default word = word:10000, bpe = bpe:8192), e.g. BPE=bpe:2048
-#   PRETRAIN_ARGS          extra pretrain.py arguments, e.g. "--n-layer 6 --n-embd 256"
+#   PRETRAIN_ARGS          extra pretrain.py arguments, e.g. "--n-layer 6 --n-embd 256", or "--recipe gpt2"
+#                          for the old training recipe (default: modern, docs/training.md)
 #   SAMPLE_TOKENS          tokens per sample (default 120)
 #
 # Running it again is safe and never deletes anything:

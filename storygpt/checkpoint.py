@@ -15,7 +15,10 @@ A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
 ``best.pt`` holds only these (plus ``step`` and ``val_bpc``).  ``ckpt.pt`` adds the
 training state: ``optimizer``, ``scaler`` (float16 only), ``state``
 (storygpt.train.loop.TrainState.to_dict(): step, tokens, chars, flops, time, RNG
-states, history) and ``args`` (the command line, as a dict).
+states, history), ``args`` (the command line, as a dict) and ``optim`` (the
+OptimConfig of storygpt/model/optim.py; a ``muon`` optimizer's state is
+``{"muon": ..., "adamw": ...}``).  A ``ckpt.pt`` from before recipes has no ``optim``:
+it is a ``gpt2`` (AdamW) run.
 
 This module owns the format: assemble (:func:`model_record`, :func:`training_checkpoint`,
 :func:`best_checkpoint`), save, read and check (:func:`read_training_checkpoint`), load.
@@ -122,10 +125,12 @@ def model_record(model, meta: dict) -> dict:
     }
 
 
-def training_checkpoint(record: dict, optimizer, scaler, state: dict, args: dict) -> dict:
-    """The ``ckpt.pt`` dict: a :func:`model_record` plus optimizer, scaler (when enabled), state and args."""
+def training_checkpoint(record: dict, optimizer, scaler, state: dict, args: dict, optim: dict) -> dict:
+    """The ``ckpt.pt`` dict: a :func:`model_record` plus optimizer, scaler (when enabled), state, args and
+    optim (an OptimConfig as a dict, storygpt/model/optim.py)."""
     scaler_state = {"scaler": scaler.state_dict()} if scaler.is_enabled() else {}
-    return {**record, "optimizer": optimizer.state_dict(), **scaler_state, "state": state, "args": args}
+    training = {"optimizer": optimizer.state_dict(), **scaler_state, "state": state, "args": args, "optim": optim}
+    return {**record, **training}
 
 
 def best_checkpoint(record: dict, step: int, val_bpc: float) -> dict:

@@ -135,7 +135,8 @@ WORDS = (
     "near the river where children played all day long"
 ).split()
 BPE300 = ["--tokenizer", "bpe:300"]  # the BPE token files of ``tiny_run``
-TINY_MODEL = [  # the model and run flags of ``tiny_run``'s checkpoint
+TINY_MODEL = [  # the model and run flags of ``tiny_run``'s checkpoint (the gpt2 recipe: tests pass it --lr)
+    *("--recipe", "gpt2"),
     *("--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4"),
     *("--eval-windows", "2", "--eval-interval", "2", "--no-progress", "--threads", "1"),
 ]

@@ -16,8 +16,13 @@ and the attention term of Chowdhery et al. 2022, "PaLM", appendix B)::
 * Attention: per layer and token, ``q k^T`` and ``softmax(.) v`` take ``2 * 2 * T * d``
   FLOPs forward (T = block_size, the full T x T score matrix the kernels compute, no
   discount for the causal mask), times 3 for forward + backward.
-* Output layer: ``2 * d * V`` forward, times 3.  Tied to the token embedding, whose
-  lookup costs no FLOPs; position embeddings and rotary angles are not matmuls.
+* Output layer: ``2 * d * V`` forward, times 3, tied to the token embedding or not (the
+  embedding lookup costs no FLOPs); position embeddings and rotary angles are not matmuls.
+* The ``modern`` recipe's parts (storygpt/model/recipes.py) add no matmul: RMSNorm, the
+  RMSNorm of queries and keys, ReLU^2 and the logit soft-cap are elementwise (a few FLOPs per
+  activation, like LayerNorm and GELU, left out likewise), an untied output layer costs what the
+  tied one does, and without biases the matrices are the same.  So one formula serves both
+  recipes and equal ``--budget-flops`` means equal matmul work (tests/test_flops.py counts both).
 
 Tested against ``torch.utils.flop_counter.FlopCounterMode`` on a forward + backward
 (tests/model/test_flops.py): equal to its count of matmul FLOPs.
@@ -47,9 +52,12 @@ def flops_per_token(config) -> int:
 def parameter_split(model) -> tuple[int, int]:
     """``(embedding, non_embedding)`` parameter counts of a :class:`storygpt.model.GPT`.
 
-    Embedding: the token embedding (tied to the output layer, counted once) and the
-    learned position embedding when there is one; non-embedding: everything else.
+    Embedding: the token embedding (a tied output layer counted once with it), an untied
+    output layer, and the learned position embedding when there is one; non-embedding:
+    everything else.
     """
     total = model.num_parameters()
     emb = model.wte.weight.numel() + (model.wpe.weight.numel() if model.wpe is not None else 0)
+    if model.lm_head.weight is not model.wte.weight:
+        emb += model.lm_head.weight.numel()
     return emb, total - emb

@@ -16,6 +16,22 @@ Architecture (GPT-2 style, Radford et al. 2019, with pre-norm blocks):
 * a final LayerNorm and an output layer whose weight is tied to ``wte``
   (Press & Wolf 2017).
 
+That is the ``gpt2`` recipe, every field of :class:`GPTConfig` at its default.  The
+``modern`` recipe (storygpt/model/recipes.py; nanochat, Karpathy 2025, and
+modded-nanogpt, Jordan et al. 2024) changes one field per part, so each can be
+switched alone:
+
+* ``norm="rmsnorm"``: parameter-free RMSNorm (Zhang & Sennrich 2019) through
+  :func:`torch.nn.functional.rms_norm` in place of every LayerNorm;
+* ``qk_norm=True``: RMSNorm of each head's queries and keys before the rotary
+  rotation (Dehghani et al. 2023; as in OLMo 2 / Qwen3, there with a gain);
+* ``mlp="relu2"``: ``ReLU(x)**2`` in place of GELU (So et al. 2021, "Primer");
+* ``tie_embeddings=False``: an output layer of its own;
+* ``zero_init=True``: the attention and MLP output projections (and an untied
+  output layer) start at zero, so every block starts as the identity;
+* ``logit_softcap=c > 0``: logits ``c * tanh(z / c)`` (Gemma 2);
+* ``bias=False``: no bias in the linear layers (nor in LayerNorm).
+
 Generation (:meth:`GPT.generate`, :meth:`GPT.stream`) keeps a key/value cache.
 With rotary positions keys are cached *already rotated* for their absolute
 position, so the cache can slide past ``block_size`` one token at a time: each
@@ -36,6 +52,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 POSITIONS = ("learned", "rope")
+NORMS = ("layernorm", "rmsnorm")
+MLPS = ("gelu", "relu2")
 
 
 @dataclass
@@ -53,6 +71,16 @@ class GPTConfig:
         position: ``"learned"`` or ``"rope"``.
         rope_theta: base of the rotary frequencies, ``theta_i = rope_theta **
             (-2i / head_dim)`` (10000 in RoFormer).
+        norm: ``"layernorm"`` (with gain and bias) or ``"rmsnorm"`` (parameter-free).
+        qk_norm: RMSNorm (parameter-free) of queries and keys, per head.
+        mlp: ``"gelu"`` or ``"relu2"`` (squared ReLU).
+        tie_embeddings: the output layer shares ``wte``'s weight.
+        zero_init: output projections of attention and MLP, and an untied output layer, start at 0.
+        logit_softcap: 0 (off) or ``c > 0``: logits become ``c * tanh(logits / c)``.
+        bias: biases in the linear layers and LayerNorms.
+
+    A checkpoint written before a field existed lacks it and loads with its default,
+    the ``gpt2`` recipe's value.
     """
 
     vocab_size: int = 256
@@ -63,6 +91,13 @@ class GPTConfig:
     dropout: float = 0.0
     position: str = "learned"
     rope_theta: float = 10000.0
+    norm: str = "layernorm"
+    qk_norm: bool = False
+    mlp: str = "gelu"
+    tie_embeddings: bool = True
+    zero_init: bool = False
+    logit_softcap: float = 0.0
+    bias: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -81,6 +116,17 @@ class GPTConfig:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout!r}")
         if not float(self.rope_theta) > 0:
             raise ValueError(f"GPTConfig.rope_theta must be positive, got {self.rope_theta!r}")
+        if self.norm not in NORMS:
+            raise ValueError(f"GPTConfig.norm must be one of {NORMS}, got {self.norm!r}")
+        if self.mlp not in MLPS:
+            raise ValueError(f"GPTConfig.mlp must be one of {MLPS}, got {self.mlp!r}")
+        for name in ("qk_norm", "tie_embeddings", "zero_init", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"GPTConfig.{name} must be True or False, got {getattr(self, name)!r}")
+        if not 0.0 <= float(self.logit_softcap) < math.inf:
+            raise ValueError(
+                f"GPTConfig.logit_softcap must be 0 (off) or a positive number, got {self.logit_softcap!r}"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -142,6 +188,60 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return out.flatten(-2).to(x.dtype)
 
 
+class RMSNorm(nn.Module):
+    """Parameter-free RMSNorm over the last dimension: ``x / sqrt(mean(x**2) + eps)``, eps = dtype's eps."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.size(-1),))
+
+
+def make_norm(config: GPTConfig) -> nn.Module:
+    """The block and final norm of ``config``: LayerNorm (gain, and bias if ``config.bias``) or RMSNorm."""
+    if config.norm == "rmsnorm":
+        return RMSNorm()
+    return nn.LayerNorm(config.n_embd, bias=config.bias)
+
+
+class SoftCap(torch.autograd.Function):
+    """``y = cap * tanh(u)`` with the derivative from the output: ``dy/du = cap - y**2 / cap``.
+
+    Autograd of ``cap * tanh(z / cap)`` makes three (B, T, vocab_size) temporaries forward and
+    three backward; this makes one each way (forward: tanh, then scale in place; backward: one
+    ``addcmul``, then multiply in place), saving only ``y``.  ``u`` is ``z / cap``, the division
+    done on the (much smaller) input of the output layer by :class:`SoftCappedLinear`.
+    """
+
+    @staticmethod
+    def forward(ctx, u: torch.Tensor, cap: float) -> torch.Tensor:
+        y = torch.tanh(u).mul_(cap)
+        ctx.save_for_backward(y)
+        ctx.cap = cap
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (y,) = ctx.saved_tensors
+        slope = torch.addcmul(torch.tensor(ctx.cap, dtype=y.dtype), y, y, value=-1.0 / ctx.cap)
+        return slope.mul_(grad), None
+
+
+class SoftCappedLinear(nn.Linear):
+    """The output layer with soft-capped logits: ``cap * tanh((x / cap) W^T)`` (Gemma 2, nanochat).
+
+    Same parameters (and state_dict keys) as a bias-free :class:`torch.nn.Linear`, so every path
+    that computes logits from ``lm_head`` (training, ``storygpt.evaluate``, sampling) gets the cap.
+    Dividing the input by ``cap`` (n_embd values per token) instead of the logits (vocab_size per
+    token) and :class:`SoftCap` keep the cap's CPU cost down (docs/training.md measures it).
+    """
+
+    def __init__(self, in_features: int, out_features: int, cap: float):
+        super().__init__(in_features, out_features, bias=False)
+        self.cap = float(cap)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return SoftCap.apply(F.linear(x * (1.0 / self.cap), self.weight), self.cap)
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention, optionally with rotary positions and a KV cache."""
 
@@ -150,9 +250,10 @@ class CausalSelfAttention(nn.Module):
         self.n_head = config.n_head
         self.head_dim = config.head_dim
         self.rope = config.position == "rope"
+        self.qk_norm = config.qk_norm
         self.dropout = config.dropout
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
 
     def forward(
@@ -178,6 +279,9 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
         k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
         v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+        if self.qk_norm:  # before the rotation (which keeps the norm): the cache holds normed, rotated keys
+            q = F.rms_norm(q, (self.head_dim,))
+            k = F.rms_norm(k, (self.head_dim,))
         if self.rope:
             cos, sin = rotary
             q = apply_rotary(q, cos, sin)
@@ -202,12 +306,21 @@ class CausalSelfAttention(nn.Module):
         return self.resid_dropout(self.c_proj(y)), (k, v)
 
 
+class ReLUSquared(nn.Module):
+    """``relu(x) ** 2`` (So et al. 2021, "Primer", arXiv:2109.08668)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x).square()
+
+
 class MLP(nn.Module):
+    """``Linear(n_embd, 4 n_embd) -> GELU or ReLU^2 -> Linear(4 n_embd, n_embd)``."""
+
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
-        self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU() if config.mlp == "gelu" else ReLUSquared()  # the name keeps old state_dicts valid
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -219,9 +332,9 @@ class Block(nn.Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.ln_1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.ln_2 = make_norm(config)
         self.mlp = MLP(config)
 
     def forward(self, x, rotary=None, past=None):
@@ -245,14 +358,23 @@ class GPT(nn.Module):
         self.wpe = nn.Embedding(config.block_size, config.n_embd) if config.position == "learned" else None
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
-        self.ln_f = nn.LayerNorm(config.n_embd)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # tied
+        self.ln_f = make_norm(config)
+        if config.logit_softcap > 0:
+            self.lm_head = SoftCappedLinear(config.n_embd, config.vocab_size, config.logit_softcap)
+        else:
+            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        if config.tie_embeddings:
+            self.lm_head.weight = self.wte.weight
         self.apply(self._init_weights)
-        # GPT-2: scale the residual projections by 1/sqrt(2 n_layer)
+        # GPT-2: scale the residual projections by 1/sqrt(2 n_layer); zero_init: start them at 0
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+                if config.zero_init:
+                    nn.init.zeros_(p)
+                else:
+                    nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        if config.zero_init and not config.tie_embeddings:
+            nn.init.zeros_(self.lm_head.weight)
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -264,7 +386,7 @@ class GPT(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     def num_parameters(self) -> int:
-        """Number of parameters (the tied embedding counted once)."""
+        """Number of parameters (a tied embedding counted once)."""
         return sum(p.numel() for p in self.parameters())
 
     # ------------------------------------------------------------------ forward
@@ -291,7 +413,7 @@ class GPT(nn.Module):
         return self.ln_f(x), new_cache
 
     def hidden_states(self, idx: torch.Tensor) -> torch.Tensor:
-        """The final (layer-normed) hidden states of ``idx`` (B, T): (B, T, n_embd); ``lm_head`` of them is the logits.
+        """The final (normed) hidden states of ``idx`` (B, T): (B, T, n_embd); ``lm_head`` of them is the logits.
 
         For callers that apply the output layer in pieces (``storygpt.evaluate``).
 

@@ -26,6 +26,8 @@ from storygpt import checkpoint
 from storygpt.checkpoint import rng_state, save_checkpoint
 from storygpt.cli import show
 from storygpt.evaluate import window_nats
+from storygpt.model import optim as optim_parts
+from storygpt.model.optim import OptimConfig
 from storygpt.runtime import Dist, StopFlag
 from storygpt.train import runfolder
 from storygpt.train.inputs import HeldOut, windows_to_batch
@@ -118,7 +120,11 @@ class Budgets:
 
 @dataclass(frozen=True)
 class Hyper:
-    """The optimization settings the loop reads."""
+    """The optimization settings the loop reads.
+
+    ``lr``/``min_lr``: the schedule's peak and end -- learning rates for an ``"adamw"`` optimizer,
+    multipliers of each group's peak for ``"muon"`` (:func:`storygpt.model.optim.schedule_peak`).
+    """
 
     batch_size: int
     grad_accum: int
@@ -147,7 +153,7 @@ class Run:
     hyper: Hyper
     budgets: Budgets
     files: RunFiles
-    meta: dict  # storygpt.checkpoint.run_meta plus config and tokenizer
+    meta: dict  # storygpt.checkpoint.run_meta plus config, tokenizer and optim (OptimConfig.to_dict())
     chars_per_token: float
     flops_per_token: int
     params: tuple[int, int]  # (embedding, non-embedding)
@@ -173,12 +179,11 @@ class Live:
     bar: object | None = None  # a tqdm bar or None
 
 
-def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    """AdamW (betas 0.9, 0.95), weight decay on matrices and embeddings only (as nanoGPT)."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), eps=1e-8)
+def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.Optimizer:
+    """The run's optimizer, as ``optim`` describes it (:func:`storygpt.model.optim.build_optimizer`): AdamW
+    (betas 0.9, 0.95, weight decay on matrices and embeddings only, as nanoGPT) for ``"adamw"``, Muon +
+    AdamW with per-group peak rates (``lr_scale``) for ``"muon"``."""
+    return optim_parts.build_optimizer(model, optim)
 
 
 # ---------------------------------------------------------------- schedule
@@ -192,9 +197,12 @@ def lr_at(step: int, progress: float, lr: float, min_lr: float, warmup_steps: in
 
 # -------------------------------------------------------------------- step
 def train_step(r: Run, live: Live, lr: float) -> tuple[float, float]:
-    """One optimizer step over ``grad_accum`` micro-batches; returns (mean loss, gradient norm)."""
+    """One optimizer step over ``grad_accum`` micro-batches; returns (mean loss, gradient norm).
+
+    ``lr``: the schedule's value (:func:`lr_at`); each group's rate is :func:`storygpt.model.optim.group_lr`.
+    """
     for group in r.optimizer.param_groups:
-        group["lr"] = lr
+        group["lr"] = optim_parts.group_lr(group, lr)  # "muon": lr is a multiplier of each group's peak
     k = r.hyper.grad_accum
     total = 0.0
     for micro in range(k):
@@ -313,7 +321,10 @@ def save(r: Run, live: Live, best: bool) -> None:
     path = r.files.ckpt
     try:
         save_checkpoint(
-            path, checkpoint.training_checkpoint(record, r.optimizer, r.scaler, state.to_dict(), r.meta["args"])
+            path,
+            checkpoint.training_checkpoint(
+                record, r.optimizer, r.scaler, state.to_dict(), r.meta["args"], r.meta["optim"]
+            ),
         )
         if best:
             path = r.files.best

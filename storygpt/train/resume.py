@@ -16,6 +16,7 @@ import numpy as np
 
 from storygpt import checkpoint
 from storygpt.cli import show
+from storygpt.model import recipes
 from storygpt.train.loop import Run, TrainState
 from storygpt.train.runfolder import RunError
 
@@ -50,6 +51,22 @@ def check_stored_tokenizer(ckpt: dict, path: Path, tokenizer, data_dir: Path) ->
         raise RunError(
             f"--resume: the tokenizer in {show(data_dir)} is not the one {show(path)} was trained with "
             "(the corpus folder was rebuilt?)"
+        )
+
+
+def check_recipe(ckpt: dict, path: Path, recipe: str, explicit: set[str]) -> None:
+    """On resume: fill a run from before recipes in as ``gpt2`` (:func:`storygpt.model.recipes.legacy_args`,
+    ``ckpt["args"]`` replaced) and refuse a ``--recipe`` given explicitly that is not the run's own.
+
+    Raises:
+        RunError: ``recipe`` is in ``explicit`` and differs from the stored recipe, which it names.
+    """
+    ckpt["args"] = recipes.legacy_args(ckpt["args"])
+    stored = ckpt["args"]["recipe"]
+    if "recipe" in explicit and recipe != stored:
+        raise RunError(
+            f"--resume: {show(path)} is a --recipe {stored} run, not --recipe {recipe}; "
+            f"resume it with --recipe {stored} (or start a new run)"
         )
 
 

@@ -217,6 +217,7 @@ def summary(run, state) -> dict:
         "flops_per_token": run.flops_per_token,
         "chars_per_token": run.chars_per_token,
         "config": m["config"],
+        "optim": m["optim"],  # the OptimConfig (storygpt/model/optim.py): the recipe's optimizer
         "batch_windows": run.hyper.batch_size * run.hyper.grad_accum * run.dist.world,
         "processes": run.dist.world,
         "device": str(run.device),

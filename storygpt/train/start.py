@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import torch
 
 from storygpt.checkpoint import rng_state, set_rng_state
 from storygpt.cli import show
+from storygpt.model.optim import OptimConfig
 from storygpt.runtime import Dist, StopFlag, autocast_for, fastest_threads
 from storygpt.train import resume
 from storygpt.train.inputs import HeldOut, fixed_windows, heldout_slice, load_data, windows_to_batch
@@ -22,9 +23,13 @@ from storygpt.train.runfolder import MetricsLog, RunError, RunFiles, remove_left
 
 @dataclass(frozen=True)
 class Options:
-    """The tool's settings a session reads besides the model shape, :class:`Hyper` and :class:`Budgets`."""
+    """The tool's settings a session reads besides the model shape, :class:`Hyper` and :class:`Budgets`.
 
-    weight_decay: float = 0.1
+    ``optim``: the optimizer (storygpt/model/optim.py; the recipe's, storygpt/model/recipes.py), recorded
+    in ``ckpt.pt`` and summary.json.
+    """
+
+    optim: OptimConfig = field(default_factory=OptimConfig)
     eval_windows: int = 64
     compile: bool = False
     probe_threads: bool = True  # time 1 thread against ``threads`` on a CPU (no --threads given)
@@ -91,7 +96,7 @@ def build(
     model = GPT(config).to(device)
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
-    optimizer = build_optimizer(model, hyper.lr, options.weight_decay)
+    optimizer = build_optimizer(model, options.optim)
     train_model = torch.compile(model) if options.compile else model
     if dist.ddp:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -111,7 +116,7 @@ def build(
         hyper=hyper,
         budgets=budgets,
         files=files,
-        meta={**meta, "config": config.to_dict(), "tokenizer": tokenizer.to_dict()},
+        meta={**meta, "config": config.to_dict(), "tokenizer": tokenizer.to_dict(), "optim": options.optim.to_dict()},
         chars_per_token=chars_per_token,
         flops_per_token=flops_per_token(config),
         params=parameter_split(model),

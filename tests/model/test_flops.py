@@ -10,6 +10,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from storygpt.model import GPT, GPTConfig
 from storygpt.model.flops import flops_per_token, matmul_parameters, parameter_split
 from storygpt.model.presets import PRESETS, preset
+from storygpt.model.recipes import ARCH, RECIPES
+
+MODERN = {k: RECIPES["modern"][k] for k in ARCH}
 
 
 @pytest.mark.parametrize(
@@ -17,6 +20,9 @@ from storygpt.model.presets import PRESETS, preset
     [
         dict(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=50, position="rope"),
         dict(n_layer=3, n_head=4, n_embd=48, block_size=24, vocab_size=301, position="learned"),
+        # the modern recipe's architecture (storygpt/model/recipes.py): no extra matmul
+        dict(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=50, position="rope", **MODERN),
+        dict(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=50, position="learned", **MODERN),
     ],
 )
 def test_flops_per_token_equals_the_counted_matmuls(shape):
@@ -44,6 +50,15 @@ def test_matmul_parameters_are_the_non_embedding_weight_matrices():
     emb, non_emb = parameter_split(model)
     assert emb == 50 * 32 + 16 * 32 and emb + non_emb == model.num_parameters()
     assert non_emb - mats == 2 * (3 * 32 + 32 + 4 * 32 + 32 + 4 * 32) + 2 * 32  # biases and LayerNorms
+
+
+def test_parameter_split_counts_an_untied_output_layer_as_embedding():
+    config = GPTConfig(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=50, position="rope", **MODERN)
+    model = GPT(config)
+    emb, non_emb = parameter_split(model)
+    assert emb == 2 * 50 * 32  # wte and lm_head
+    assert non_emb == matmul_parameters(config)  # no biases, no gains: the block matrices only
+    assert emb + non_emb == model.num_parameters()
 
 
 def test_presets_grow_and_fill_min_lr():

@@ -151,7 +151,7 @@ def test_tied_embedding_and_bad_inputs():
     with pytest.raises(ValueError, match="position"):
         GPTConfig(position="alibi")
     with pytest.raises(ValueError, match="unknown keys"):
-        GPTConfig.from_dict({**GPTConfig().to_dict(), "bias": True})
+        GPTConfig.from_dict({**GPTConfig().to_dict(), "swiglu": True})
     assert GPTConfig.from_dict(GPTConfig(position="rope").to_dict()) == GPTConfig(position="rope")
 
 

@@ -36,7 +36,9 @@ def word_tokenizer():
 
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 60
-TINY_FLAGS = [
+TINY_FLAGS = [  # the gpt2 recipe (its --lr and --min-lr; the figures below are its)
+    "--recipe",
+    "gpt2",
     "--n-layer",
     "1",
     "--n-head",
@@ -624,7 +626,7 @@ def test_pretrain_refuses_bad_seed_and_learning_rates():
     cases = [
         (["--seed", "-1"], "--seed must be in 0 .. 9223372036854775807, got -1"),
         (["--seed", str(10**23)], f"--seed must be in 0 .. 9223372036854775807, got {10**23}"),
-        (["--min-lr", "1"], "--min-lr 1.0 is above --lr 0.003 (the peak learning rate)"),
+        (["--recipe", "gpt2", "--min-lr", "1"], "--min-lr 1.0 is above --lr 0.003 (the peak learning rate)"),
     ]
     for (argv, message), done in zip(cases, run_tools("pretrain", [c[0] for c in cases])):
         assert done.returncode != 0
@@ -632,9 +634,10 @@ def test_pretrain_refuses_bad_seed_and_learning_rates():
 
 
 def test_a_low_lr_lowers_the_default_min_lr():
-    assert dry_run("--lr", "1e-4")["min_lr"] == 1e-4
+    assert dry_run("--recipe", "gpt2", "--lr", "1e-4")["min_lr"] == 1e-4
     args = dry_run()
     assert (args["lr"], args["min_lr"], args["minutes"]) == (3e-3, 3e-4, 10.0)
+    assert (args["recipe"], args["optimizer"], args["norm"]) == ("modern", "muon", "rmsnorm")  # the default
     assert dry_run("--max-steps", "5")["minutes"] is None
 
 

@@ -1,0 +1,227 @@
+#!/usr/bin/env python
+"""gpt2 vs modern recipe (and ablations) at equal training FLOPs: held-out bits/char and CPU seconds.
+
+    nice -n 10 python benchmarks/recipe.py --data data/shakespeare            # small, default budget, 2 seeds
+    nice -n 10 python benchmarks/recipe.py --presets small medium --multiples 1 4 --ablations
+
+Every run is ``pretrain.py --recipe R --preset P --budget-flops M x DEFAULT --seed S --rope
+--dtype float32 --threads 1`` (compare.py's default budget, storygpt/comparison.py), then
+``bits.py --chars 0`` on its final ckpt.pt: bits/char on all of valid.txt.  CPU seconds are the
+user + system time of the pretrain.py process (resource.getrusage of the children), evaluations
+included.  Runs already in ``--out`` (a ``result.json`` per run) are reused, so the script can be
+stopped and run again.
+
+The table gives, per preset and budget, each variant's mean bits/char over the seeds (with the
+spread: max - min), mean CPU seconds, and ``gpt2 FLOPs to match``: the FLOPs at which the gpt2
+run's own held-out curve (metrics.jsonl, the --eval-chars slice, the longest gpt2 run of that
+preset and seed) reaches the variant's final held-out bits/char on that same slice, interpolated
+linearly in log FLOPs, as a multiple of the variant's FLOPs (">" when the curve never gets there).
+
+Variants (one part switched at a time): gpt2, modern, muon-only (gpt2 model + Muon), arch-only
+(modern model + one-rate AdamW), no-softcap (modern, soft-cap off), tied (modern, tied embeddings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from storygpt.atomic import write_text  # noqa: E402
+from storygpt.comparison import DEFAULT_BUDGET_FLOPS, EVALS_PER_RUN  # noqa: E402
+
+VARIANTS = {
+    "gpt2": ["--recipe", "gpt2"],
+    "modern": ["--recipe", "modern"],
+    "muon-only": ["--recipe", "gpt2", "--optimizer", "muon"],
+    "arch-only": ["--recipe", "modern", "--optimizer", "adamw"],
+    "no-softcap": ["--recipe", "modern", "--logit-softcap", "0"],
+    "tied": ["--recipe", "modern", "--tie-embeddings", "on"],
+}
+ABLATIONS = ("muon-only", "arch-only", "no-softcap", "tied")
+
+
+def run_measured(cmd: list[str], env: dict, log: Path) -> tuple[int, float, float]:
+    """Run ``cmd`` (stdout and stderr to ``log``); ``(exit status, its CPU seconds, wall seconds)``.
+
+    CPU is user + system of that child alone (``os.wait4``), so runs in parallel do not mix.
+    """
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime, time.perf_counter() - t0
+
+
+def steps_for(preset: str, flops: float, vocab: int, batch: int = 16) -> int:
+    from storygpt.model import GPTConfig
+    from storygpt.model.flops import flops_per_token
+    from storygpt.model.presets import preset as shape
+
+    p = shape(preset)
+    cfg = GPTConfig(vocab, p["block_size"], p["n_layer"], p["n_head"], p["n_embd"])
+    return int(flops // (flops_per_token(cfg) * batch * p["block_size"]))
+
+
+def one_run(args, preset: str, multiple: float, seed: int, variant: str, vocab: int) -> dict:
+    """Train and score one run (or read its result.json); returns the result."""
+    folder = Path(args.out) / f"{preset}-x{multiple:g}" / f"{variant}-seed{seed}"
+    result_path = folder / "result.json"
+    if result_path.is_file():
+        return json.loads(result_path.read_text())
+    flops = multiple * DEFAULT_BUDGET_FLOPS
+    interval = max(10, steps_for(preset, flops, vocab) // EVALS_PER_RUN)
+    cmd = [sys.executable, str(ROOT / "pretrain.py"), "--data", args.data, "--tokenizer", args.tokenizer]
+    cmd += ["--run-dir", str(folder), "--preset", preset, "--budget-flops", f"{flops:g}", "--seed", str(seed)]
+    cmd += ["--rope", "--dtype", "float32", "--threads", "1", "--no-progress", "--force"]
+    cmd += ["--eval-interval", str(interval), *VARIANTS[variant]]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder.parent / f"{folder.name}.log"
+    status, cpu, wall = run_measured(cmd, env, log)
+    if status != 0:
+        raise SystemExit(f"recipe.py: error: {' '.join(cmd)} failed:\n{log.read_text()[-2000:]}")
+    bits = subprocess.run(
+        [sys.executable, str(ROOT / "bits.py"), str(folder / "ckpt.pt"), "--chars", "0", "--dtype", "float32"]
+        + ["--threads", "1", "--no-progress", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if bits.returncode != 0:
+        raise SystemExit(f"recipe.py: error: bits.py on {folder} failed:\n{bits.stderr[-2000:]}")
+    measured = json.loads(bits.stdout)
+    summary = json.loads((folder / "summary.json").read_text())
+    curve = [
+        (r["flops"], r["val_bpc"])
+        for r in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())
+        if r["kind"] == "eval"
+    ]
+    result = {
+        "preset": preset,
+        "multiple": multiple,
+        "seed": seed,
+        "variant": variant,
+        "flops": summary["flops"],
+        "params": summary["params"],
+        "steps": summary["steps"],
+        "val_bpc": summary["val_bpc"],
+        "bits_per_char": measured["results"][0]["bits_per_character"],
+        "cpu_seconds": cpu,
+        "wall_seconds": wall,
+        "train_time": summary["train_time"],
+        "curve": curve,
+        "load": os.getloadavg()[0],
+    }
+    write_text(result_path, json.dumps(result, indent=1) + "\n")
+    print(
+        f"{preset} x{multiple:g} seed {seed} {variant}: {result['bits_per_char']:.4f} bits/char, "
+        f"{cpu:.0f} CPU s ({wall:.0f} s wall, load {result['load']:.1f})",
+        flush=True,
+    )
+    return result
+
+
+def flops_to_reach(curve: list, target: float) -> float | None:
+    """FLOPs at which ``curve`` [(flops, bpc), ...] first gets down to ``target`` (log-linear), None if never."""
+    prev = None
+    for f, b in curve:
+        if b <= target:
+            if prev is None:
+                return f
+            (f0, b0) = prev
+            t = (b0 - target) / (b0 - b) if b0 != b else 1.0
+            return math.exp(math.log(f0) + t * (math.log(f) - math.log(f0)))
+        prev = (f, b)
+    return None
+
+
+def table(results: list[dict]) -> str:
+    """The markdown table of the results (see the module docstring)."""
+    lines = [
+        "| preset | budget | variant | seeds | bits/char (all valid.txt) | spread | CPU s | "
+        "gpt2 FLOPs to match | gpt2 bits/char at this CPU |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted({(r["preset"], r["multiple"]) for r in results}, key=lambda k: (k[0] != "small", k))
+    for preset, multiple in keys:
+        here = [r for r in results if r["preset"] == preset and r["multiple"] == multiple]
+        for variant in VARIANTS:
+            runs = [r for r in here if r["variant"] == variant]
+            if not runs:
+                continue
+            bpc = [r["bits_per_char"] for r in runs]
+            cpu = statistics.mean(r["cpu_seconds"] for r in runs)
+            ratios, at_cpu = [], []
+            for r in runs:
+                gpt2 = [
+                    g for g in results if g["preset"] == preset and g["seed"] == r["seed"] and g["variant"] == "gpt2"
+                ]
+                if not gpt2:
+                    continue
+                longest = max(gpt2, key=lambda g: g["flops"])
+                need = flops_to_reach(longest["curve"], r["val_bpc"])
+                ratios.append(need / r["flops"] if need is not None else None)
+                # gpt2 given this run's CPU seconds: its curve at FLOPs = CPU / (gpt2's CPU per FLOP)
+                same = [g for g in gpt2 if g["multiple"] == multiple]
+                if same:
+                    per_flop = same[0]["cpu_seconds"] / same[0]["flops"]
+                    f = r["cpu_seconds"] / per_flop
+                    pts = [(ff, b) for ff, b in longest["curve"] if ff <= f]
+                    at_cpu.append(pts[-1][1] if pts and f <= longest["flops"] * 1.0001 else None)
+            match = (
+                " / ".join(f"{x:.2f}x" if x is not None else f">{longest['flops'] / r['flops']:.0f}x" for x in ratios)
+                if ratios
+                else "-"
+            )
+            cpu_cmp = " / ".join(f"{x:.3f}" if x is not None else "beyond curve" for x in at_cpu) if at_cpu else "-"
+            lines.append(
+                f"| {preset} | {multiple:g}x ({multiple * DEFAULT_BUDGET_FLOPS:.0e}) | {variant} | {len(runs)} | "
+                f"{statistics.mean(bpc):.4f} | {max(bpc) - min(bpc):.4f} | {cpu:.0f} | {match} | {cpu_cmp} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default="data/shakespeare")
+    p.add_argument("--tokenizer", default="bpe:8192")
+    p.add_argument("--presets", nargs="+", default=["small"])
+    p.add_argument("--multiples", nargs="+", type=float, default=[1.0], help="of compare.py's default budget")
+    p.add_argument("--seeds", nargs="+", type=int, default=[1337, 1338])
+    p.add_argument("--variants", nargs="+", default=["gpt2", "modern"], choices=list(VARIANTS))
+    p.add_argument("--ablations", action="store_true", help="add " + ", ".join(ABLATIONS) + " (default budget)")
+    p.add_argument("--out", default="reports/recipe")
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (each on one thread)")
+    args = p.parse_args()
+    from storygpt.checkpoint import load_tokenizer
+    from storygpt.tokenizers.spec import parse_spec
+
+    vocab = load_tokenizer(Path(args.data) / f"tokenizer-{parse_spec(args.tokenizer).slug}.json").vocab_size
+    print(f"load {os.getloadavg()}, cores {os.cpu_count()}, float32, 1 thread per run", flush=True)
+    todo = []
+    for preset in args.presets:
+        for multiple in args.multiples:
+            variants = list(args.variants)
+            if args.ablations and multiple == 1.0:
+                variants += [v for v in ABLATIONS if v not in variants]
+            todo += [(preset, multiple, seed, variant) for seed in args.seeds for variant in variants]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(lambda job: one_run(args, *job, vocab), todo))
+    text = table(results)
+    write_text(Path(args.out) / "table.md", text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

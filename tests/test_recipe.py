@@ -1,0 +1,250 @@
+"""Recipes (storygpt/model/recipes.py, optim.py): gpt2 unchanged, the modern model's parts, Muon resume, bad input.
+
+In-process (no subprocess): pretrain.main and pretrain.parse are called directly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import pytest
+import torch
+from test_pretrain import make_corpus
+
+import pretrain
+from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_digest
+from storygpt.evaluate import _nll_rows
+from storygpt.model import GPT, GPTConfig
+from storygpt.model.gpt import SoftCap, SoftCappedLinear
+from storygpt.model.optim import MuonAdamW, OptimConfig, build_optimizer, group_lr, split_parameters
+from storygpt.model.recipes import ARCH, RECIPES, legacy_args
+from storygpt.train import loop
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+
+SHAPE = dict(vocab_size=50, block_size=16, n_layer=2, n_head=2, n_embd=32)
+MODERN = {k: RECIPES["modern"][k] for k in ARCH}
+# main before recipes (commit 5ff4619): sha256 of the weights after init (seed 0) and after 3 AdamW steps,
+# and the 3 losses, on SHAPE with a fixed batch, one torch thread
+GPT2_REFERENCE = {
+    "learned": (
+        "448b81d758810f3c565c2f8edc9e5303a83ba150d36a38c7480a0102636defdc",
+        [3.8958382606506348, 3.7050938606262207, 3.5788443088531494],
+        "933d1a45e242fbc9f4407fa37bdce0970c81a70382feb905091ad11e2716bf99",
+    ),
+    "rope": (
+        "9a4ec49937093ca30096e9fe976654522c930d31dba1a5c22f1aabd13211ad8b",
+        [3.9111273288726807, 3.7098641395568848, 3.5960099697113037],
+        "f36893ad545713921d76540f0aff1bba865d61ee1825b23070088203a35fe8d9",
+    ),
+}
+
+
+@pytest.mark.parametrize("position", ["learned", "rope"])
+def test_gpt2_recipe_is_bit_for_bit_the_model_and_optimizer_of_before(position):
+    torch.manual_seed(0)
+    arch = {k: RECIPES["gpt2"][k] for k in ARCH}
+    model = GPT(GPTConfig(**SHAPE, position=position, **arch))
+    init, losses, after = GPT2_REFERENCE[position]
+    assert state_dict_digest(model.state_dict()) == init
+    opt = build_optimizer(model, OptimConfig("adamw", 3e-3, 0.1))
+    x = torch.randint(0, 50, (4, 17), generator=torch.Generator().manual_seed(1))
+    for expected in losses:
+        for group in opt.param_groups:
+            group["lr"] = group_lr(group, 3e-3)
+        _, loss = model(x[:, :-1], x[:, 1:])
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        assert loss.item() == expected
+    assert state_dict_digest(model.state_dict()) == after
+
+
+def test_a_config_from_before_recipes_loads_as_gpt2():
+    old = dict(SHAPE, dropout=0.0, position="rope", rope_theta=10000.0)  # the keys a checkpoint held
+    config = GPTConfig.from_dict(old)
+    assert {k: getattr(config, k) for k in ARCH} == {k: RECIPES["gpt2"][k] for k in ARCH}
+    assert legacy_args({"lr": 1e-3})["recipe"] == "gpt2" and legacy_args({})["optimizer"] == "adamw"
+
+
+def modern(position="rope", seed=0, **kw) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(**SHAPE, position=position, **{**MODERN, **kw})).eval()
+
+
+def test_modern_model_parts():
+    model = modern()
+    # parameter-free norms, no biases, untied head: only the embedding, the block matrices, the head
+    names = {n for n, _ in model.named_parameters()}
+    assert names == {"wte.weight", "lm_head.weight"} | {
+        f"blocks.{i}.{m}.weight" for i in range(2) for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
+    }
+    # zero-initialised output projections and head: every logit 0, the loss is exactly ln(V)
+    x = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(2))
+    logits, loss = model(x, x)
+    assert torch.count_nonzero(logits) == 0 and loss.item() == pytest.approx(math.log(50), abs=1e-6)
+    # soft-cap: logits stay inside (-15, 15) however large the weights
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 3.0)
+    logits, _ = model(x)
+    assert logits.abs().max() < 15.0 and logits.abs().max() > 10.0
+    # ReLU^2 MLP
+    h = torch.randn(3, 32)
+    mlp = model.blocks[0].mlp
+    expected = torch.relu(h @ mlp.c_fc.weight.T).square() @ mlp.c_proj.weight.T
+    torch.testing.assert_close(mlp(h), expected)
+
+
+def test_soft_cap_and_its_gradient_equal_the_plain_formula():
+    torch.manual_seed(0)
+    head = SoftCappedLinear(16, 30, 15.0).double()
+    with torch.no_grad():
+        head.weight.normal_(0.0, 5.0)  # logits well into the tanh's bend
+    x = torch.randn(7, 16, dtype=torch.float64, requires_grad=True)
+    y, plain = head(x), 15.0 * torch.tanh(x @ head.weight.T / 15.0)
+    torch.testing.assert_close(y, plain, rtol=1e-12, atol=1e-12)
+    g = torch.randn_like(y)
+    for a, b in zip(torch.autograd.grad(y, (x, head.weight), g), torch.autograd.grad(plain, (x, head.weight), g)):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    u = (torch.randn(5, 6, dtype=torch.float64) * 20).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: SoftCap.apply(t, 15.0), (u,))
+
+
+@pytest.mark.parametrize("position", ["learned", "rope"])
+def test_kv_cache_with_qk_norm_equals_the_full_forward(position):
+    model = modern(position)
+    with torch.no_grad():  # random weights (zero-initialised projections would hide the attention)
+        for p in model.parameters():
+            p.normal_(0.0, 0.5)
+    x = torch.randint(0, 50, (2, 12), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        full, _ = model(x)
+        h, cache = model._hidden(x[:, :5], 0, [None] * 2)
+        steps = [model.lm_head(h)]
+        for t in range(5, 12):
+            h, cache = model._hidden(x[:, t : t + 1], t, cache)
+            steps.append(model.lm_head(h))
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    cached = model.generate(x[:, :4], 10, temperature=0.0, use_cache=True)
+    uncached = model.generate(x[:, :4], 10, temperature=0.0, use_cache=False)
+    assert torch.equal(cached, uncached)
+
+
+def test_evaluate_scores_the_soft_capped_logits():
+    model = modern()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 2.0)
+    x = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(4))
+    y = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        _, loss = model(x, y)
+        rows = _nll_rows(model, x, y)  # bits.py's path: hidden states, then lm_head in row blocks
+    assert rows.mean().item() == pytest.approx(loss.item(), rel=1e-5)
+
+
+def test_muon_groups_and_width_rule():
+    model = modern()
+    parts = split_parameters(model)
+    assert [p is model.lm_head.weight for p in parts["head"]] == [True] and parts["gain"] == []
+    assert len(parts["matrix"]) == 8 and parts["embed"] == [model.wte.weight]
+    opt = build_optimizer(model, OptimConfig("muon"))
+    assert isinstance(opt, MuonAdamW) and isinstance(opt.muon, torch.optim.Muon)
+    scale = (32 / 768) ** -0.5
+    assert [g["lr_scale"] for g in opt.param_groups] == [0.02, 0.2 * scale, 0.004 * scale]
+    assert [group_lr(g, 0.5) for g in opt.param_groups] == [0.01, 0.1 * scale, 0.002 * scale]
+    assert OptimConfig("muon", matrix_lr=0.05).rates(32)["matrix"] == 0.05
+
+
+# ------------------------------------------------------------ pretrain.py
+FLAGS = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "16", "--batch-size", "4"]
+FLAGS += ["--eval-windows", "2", "--eval-chars", "2000", "--no-progress", "--threads", "1", "--dropout", "0.1"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("recipe"))
+
+
+def train(corpus, run_dir, *extra):
+    return pretrain.main(["--data", str(corpus), "--run-dir", str(run_dir), *FLAGS, *extra])
+
+
+def test_modern_resume_with_muon_momentum_is_bit_for_bit(corpus, tmp_path, monkeypatch):
+    args = ["--recipe", "modern", "--rope", "--max-steps", "8", "--eval-interval", "4"]
+    train(corpus, tmp_path / "ref", *args)
+    real_step = loop.train_step
+
+    def term_during_step_6(r, live, lr):  # as tests/tool_faults.py's signal_at:step@6:TERM, in this process
+        if live.state.step + 1 == 6:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_step(r, live, lr)
+
+    monkeypatch.setattr(loop, "train_step", term_during_step_6)
+    with pytest.raises(SystemExit) as stopped:
+        train(corpus, tmp_path / "run", *args)
+    assert stopped.value.code == 130
+    monkeypatch.undo()
+    assert read_checkpoint(tmp_path / "run" / "ckpt.pt")["state"]["step"] == 6  # the step under way finishes
+    train(corpus, tmp_path / "run", "--resume")
+    a, b = (read_checkpoint(tmp_path / d / "ckpt.pt") for d in ("ref", "run"))
+    assert a["optim"]["kind"] == "muon" and a["args"]["recipe"] == "modern" and a["config"]["qk_norm"] is True
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+    for part in ("muon", "adamw"):
+        sa, sb = a["optimizer"][part]["state"], b["optimizer"][part]["state"]
+        assert sa.keys() == sb.keys() and sa
+        for i in sa:
+            for k in sa[i]:
+                assert torch.equal(torch.as_tensor(sa[i][k]), torch.as_tensor(sb[i][k])), (part, i, k)
+    assert "momentum_buffer" in a["optimizer"]["muon"]["state"][0]
+    strip = [{k: v for k, v in h.items() if k != "elapsed"} for h in a["state"]["history"]]
+    assert strip == [{k: v for k, v in h.items() if k != "elapsed"} for h in b["state"]["history"]]
+    # the model scores as it trained: load_checkpoint rebuilds the modern model from the stored config
+    model, _, _ = load_checkpoint(tmp_path / "run" / "ckpt.pt")
+    assert model.config.norm == "rmsnorm" and model.config.logit_softcap == 15.0
+
+
+def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp_path):
+    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2")  # the default: modern
+    with pytest.raises(SystemExit) as e:
+        train(corpus, tmp_path / "run", "--resume", "--recipe", "gpt2")
+    assert "is a --recipe modern run, not --recipe gpt2; resume it with --recipe modern" in str(e.value.code)
+
+
+def parse_error(capsys, *argv) -> str:
+    with pytest.raises(SystemExit):
+        pretrain.parse(list(argv))
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("pretrain.py: error:")]
+    assert len(lines) == 1
+    return lines[0]
+
+
+def test_bad_recipe_flags_are_one_line_errors_naming_both(capsys):
+    line = parse_error(capsys, "--recipe", "llama")
+    assert "'llama'" in line and "gpt2" in line and "modern" in line
+    line = parse_error(capsys, "--recipe", "modern", "--lr", "1e-3")
+    assert "--lr" in line and "--recipe gpt2" in line and "--recipe modern" in line and "--matrix-lr" in line
+    line = parse_error(capsys, "--lr", "1e-3")  # the default recipe is modern
+    assert "--lr" in line and "--recipe gpt2" in line and "--recipe modern" in line
+    line = parse_error(capsys, "--recipe", "gpt2", "--matrix-lr", "0.01")
+    assert "--matrix-lr" in line and "--recipe modern" in line and "--recipe gpt2" in line
+    assert "on or off" in parse_error(capsys, "--qk-norm", "yes")
+
+
+def test_the_default_recipe_is_modern_in_pretrain_and_compare():
+    import compare
+
+    assert RECIPES["modern"]["optimizer"] == "muon" and pretrain.parse([])[0].recipe == "modern"
+    assert compare.build_parser().get_default("recipe") == pretrain.build_parser().get_default("recipe") == "modern"
+    assert compare.forwarded_flags(compare.build_parser().parse_args([])) == ["--recipe", "modern"]
+
+
+def test_part_flags_switch_one_part():
+    args, _ = pretrain.parse(["--recipe", "modern", "--logit-softcap", "0", "--optimizer", "adamw", "--lr", "1e-3"])
+    assert (args.logit_softcap, args.optimizer, args.norm, args.lr) == (0.0, "adamw", "rmsnorm", 1e-3)
+    args, _ = pretrain.parse(["--recipe", "gpt2", "--optimizer", "muon", "--tie-embeddings", "off"])
+    assert (args.recipe, args.optimizer, args.tie_embeddings, args.norm) == ("gpt2", "muon", False, "layernorm")
