@@ -13,8 +13,9 @@ Import
     :func:`from_gpt2_files` (``encoder.json`` + ``vocab.bpe``),
     :func:`from_hf` (a byte-level BPE ``tokenizer.json``).
 Export
-    :func:`to_tiktoken` (a ``tiktoken.Encoding``), :func:`save_tiktoken` (a rank file),
-    :func:`to_hf_dict` / :func:`save_hf` (a ``tokenizer.json``).
+    :func:`to_tiktoken` (a ``tiktoken.Encoding``), :func:`save_tiktoken` (a rank file and
+    :func:`tiktoken_params` beside it), :func:`to_hf_dict` / :func:`save_hf` (a ``tokenizer.json``
+    and :func:`hf_token_roles`: ``tokenizer_config.json``, ``special_tokens_map.json``).
 Shared
     :func:`merges_from_ranks`: the merges list of a rank vocabulary (one per token).
 
@@ -300,12 +301,41 @@ def to_tiktoken(tok, name: str | None = None):
     )
 
 
-def save_tiktoken(tok, path: str | os.PathLike) -> None:
-    """Write ``tok``'s ranks as a ``.tiktoken`` file (``base64(token) rank`` per line, by rank), atomically.
+def tiktoken_params(tok, name: str | None = None) -> dict:
+    """What ``tiktoken.Encoding`` needs besides the ranks, as JSON-ready keyword arguments.
 
-    The file holds neither the split pattern nor the special tokens (the format has no
-    place for them): read it back with ``from_tiktoken(path, pattern=tok.pattern,
-    special_tokens=tok.special_tokens)``.
+    Returns:
+        ``{"name", "pat_str", "special_tokens", "explicit_n_vocab"}``: with the ranks of
+        ``tiktoken.load.load_tiktoken_bpe(path)``, ``tiktoken.Encoding(mergeable_ranks=...,
+        **params)`` gives the same ids as ``tok``.
+    """
+    return {
+        "name": name or f"storygpt-{tok.pattern}-{tok.vocab_size}",
+        "pat_str": TEXT_PATTERNS[tok.pattern],
+        "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda kv: kv[1])),
+        "explicit_n_vocab": tok.vocab_size,
+    }
+
+
+def save_tiktoken(tok, path: str | os.PathLike) -> Path:
+    """Write ``tok``'s ranks as a ``.tiktoken`` file (``base64(token) rank`` per line, by rank), and
+    beside it ``<path>.json`` with the rest (:func:`tiktoken_params`: split pattern, special
+    tokens, vocabulary size), both atomically.
+
+    Plain tiktoken loads the two in three lines (docs/tokenizers.md)::
+
+        ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in open(path, "rb") if ln.strip())}
+        params = json.load(open(path + ".json"))
+        enc = tiktoken.Encoding(mergeable_ranks=ranks, **params)
+
+    (``tiktoken.load.load_tiktoken_bpe(path)`` reads the ranks too, but caches a local file
+    by its path in a temporary folder, so a file written again at the same path is read stale
+    unless ``TIKTOKEN_CACHE_DIR=""``.)
+
+    storygpt reads them with ``from_tiktoken(path, pattern=tok.pattern, special_tokens=tok.special_tokens)``.
+
+    Returns:
+        The path of the ``.json`` file.
 
     Raises:
         InteropError: as :func:`to_tiktoken`.
@@ -313,6 +343,9 @@ def save_tiktoken(tok, path: str | os.PathLike) -> None:
     ranks = _ranks_of(tok)
     lines = [f"{base64.b64encode(b).decode('ascii')} {r}\n" for b, r in sorted(ranks.items(), key=lambda kv: kv[1])]
     write_text(path, "".join(lines))
+    side = Path(os.fspath(path) + ".json")
+    write_text(side, json.dumps(tiktoken_params(tok), ensure_ascii=False, indent=1) + "\n")
+    return side
 
 
 # ------------------------------------------------------------------------------------ GPT-2 files
@@ -468,17 +501,74 @@ def to_hf_dict(tok) -> dict:
     }
 
 
-def save_hf(tok, path: str | os.PathLike) -> None:
-    """Write ``tok`` as a Hugging Face ``tokenizer.json`` (:func:`to_hf_dict`), atomically.
+def hf_token_roles(tok, model_max_length: int | None = None) -> tuple[dict, dict]:
+    """``tokenizer_config.json`` and ``special_tokens_map.json`` contents for ``transformers``.
 
-    ``tokenizers.Tokenizer.from_file(path)`` then gives the same ids as ``tok.encode(text,
-    allowed_special="all")`` (``encode(text, add_special_tokens=False)``) and the same
-    ``decode``.
+    They give ``PreTrainedTokenizerFast`` / ``AutoTokenizer`` the roles of the special
+    tokens: ``eos_token`` and ``bos_token`` are ``<|endoftext|>`` (storygpt puts it between
+    and before documents), ``pad_token`` the tokenizer's ``<pad>`` when it has one, else
+    ``<|endoftext|>`` (GPT-2's habit; padded positions are masked out), ``unk_token`` its
+    unknown token when it has one.  Nothing is added when encoding (no BOS/EOS), decoding
+    does not clean up spaces, and ``model_max_length`` is the context length when given.
+
+    Args:
+        tok: any storygpt tokenizer (``eot_id``, ``pad_id``, ``unk_id``, ``id_to_token``, ``special_tokens``).
+        model_max_length: the model's context length in tokens, or None (transformers' "no limit").
+    """
+    eot = tok.id_to_token(tok.eot_id)
+    roles = {"bos_token": eot, "eos_token": eot, "pad_token": eot}
+    if tok.pad_id is not None:
+        roles["pad_token"] = tok.id_to_token(tok.pad_id)
+    if tok.unk_id is not None:
+        roles["unk_token"] = tok.id_to_token(tok.unk_id)
+    ids = set(tok.special_tokens.values()) | {i for i in (tok.eot_id, tok.pad_id, tok.unk_id) if i is not None}
+    flags = {"lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+    added = {str(i): {"content": tok.id_to_token(i), **flags} for i in sorted(ids)}
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **roles,
+        "add_bos_token": False,
+        "add_eos_token": False,
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": added,
+    }
+    if model_max_length is not None:
+        config["model_max_length"] = int(model_max_length)
+    return config, dict(roles)
+
+
+def save_hf(tok, path: str | os.PathLike, model_max_length: int | None = None) -> Path:
+    """Write ``tok`` as a Hugging Face tokenizer (:func:`to_hf_dict`), atomically.
+
+    ``path`` is a folder (created when missing; any path not ending in ``.json``) or a
+    ``.json`` file.  In a folder, or when the file is named ``tokenizer.json``, the
+    special-token roles (:func:`hf_token_roles`) go beside it as ``tokenizer_config.json``
+    and ``special_tokens_map.json``, so ``transformers.AutoTokenizer.from_pretrained(folder)``
+    knows ``eos_token`` and ``pad_token`` (``padding=True`` works).
+
+    ``tokenizers.Tokenizer.from_file(tokenizer.json)`` and the ``transformers`` tokenizer
+    then give the same ids as ``tok.encode(text, allowed_special="all")`` and the same ``decode``.
+
+    Returns:
+        The ``tokenizer.json`` path written.
 
     Raises:
         InteropError: as :func:`to_hf_dict`.
     """
-    write_text(path, json.dumps(to_hf_dict(tok), ensure_ascii=False, indent=1) + "\n")
+    return write_hf_files(to_hf_dict(tok), tok, path, model_max_length)
+
+
+def write_hf_files(tokenizer_json: dict, tok, path: str | os.PathLike, model_max_length: int | None = None) -> Path:
+    """Write a ``tokenizer.json`` dict and, as :func:`save_hf` says, the roles of ``tok``'s special tokens."""
+    path = Path(path)
+    folder_mode = path.is_dir() or path.suffix != ".json"
+    file = path / "tokenizer.json" if folder_mode else path
+    write_text(file, json.dumps(tokenizer_json, ensure_ascii=False, indent=1) + "\n")
+    if folder_mode or path.name == "tokenizer.json":
+        config, roles = hf_token_roles(tok, model_max_length)
+        write_text(file.parent / "tokenizer_config.json", json.dumps(config, ensure_ascii=False, indent=1) + "\n")
+        write_text(file.parent / "special_tokens_map.json", json.dumps(roles, ensure_ascii=False, indent=1) + "\n")
+    return file
 
 
 def _hf_fail(source: str, component: str, what: str) -> InteropError:
