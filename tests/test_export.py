@@ -540,20 +540,19 @@ def test_the_table_picks_an_architecture_for_each_recipe_variant():
     [
         (
             dict(MODERN, position="learned"),
-            "GPTConfig.norm = 'rmsnorm' (only in llama/qwen3/nanochat) with position = 'learned' (only in gpt2): "
-            "no stock architecture computes both",
+            "GPTConfig.norm = 'rmsnorm' (in llama/qwen3/nanochat) does not go with position = 'learned' (in gpt2): "
+            "no stock architecture has them all",
         ),
         (
             dict(MODERN, position="rope", bias=True),
-            "GPTConfig.bias = True (only in gpt2/gpt_neox/llama) with position = 'rope' (only in gpt_neox/llama/qwen3/"
-            "nanochat), norm = 'rmsnorm' (only in llama/qwen3/nanochat), qk_norm = True (only in qwen3/nanochat), ",
+            "GPTConfig.bias = True (in gpt2/gpt_neox/llama) does not go with position = 'rope' (in gpt_neox/llama/"
+            "qwen3/nanochat), norm = 'rmsnorm' (in llama/qwen3/nanochat), qk_norm = True (in qwen3/nanochat), mlp = "
+            "'relu2' (in llama/qwen3/nanochat), tie_embeddings = False (in llama/qwen3/nanochat), logit_softcap = "
+            "15.0 (in nanochat): no stock architecture has them all",
         ),
-        (dict(MODERN, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (only in nanochat) with "),
-        (dict(MODERN, position="rope", mlp="gelu"), "GPTConfig.mlp = 'gelu' (only in gpt2/gpt_neox) with "),
-        (
-            dict(position="rope", tie_embeddings=False),
-            "GPTConfig.tie_embeddings = False (only in llama/qwen3/nanochat)",
-        ),
+        (dict(MODERN, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (in nanochat) does not go "),
+        (dict(MODERN, position="rope", mlp="gelu"), "GPTConfig.mlp = 'gelu' (in gpt2/gpt_neox) does not go with "),
+        (dict(position="rope", tie_embeddings=False), "GPTConfig.tie_embeddings = False (in llama/qwen3/nanochat)"),
     ],
 )
 def test_recipe_parts_no_stock_architecture_computes_are_refused_in_one_line(parts, message):

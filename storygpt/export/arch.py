@@ -152,14 +152,14 @@ def choose_architecture(config) -> Architecture:
                 f"GPTConfig.{f.name} = {value!r} has no exact equivalent in a stock architecture "
                 f"(exportable values: {', '.join(repr(v) for v in row.table)})"
             )
+        named = f"{f.name} = {value!r} (in {'/'.join(a.name for a in ARCHITECTURES if a in archs)})"
         if not left & set(archs):
-            names = lambda s: "/".join(a.name for a in ARCHITECTURES if a in s)  # noqa: E731
             raise ExportError(
-                f"GPTConfig.{f.name} = {value!r} (only in {names(archs)}) with {', '.join(why)}: "
-                "no stock architecture computes both"
+                f"GPTConfig.{named} does not go with {', '.join(why)}: no stock architecture has them all"
             )
         left &= set(archs)
-        why.append(f"{f.name} = {value!r} (only in {'/'.join(a.name for a in ARCHITECTURES if a in left)})")
+        if set(archs) != _ALL:
+            why.append(named)
     return next(a for a in ARCHITECTURES if a in left)
 
 
