@@ -381,8 +381,9 @@ def nanochat_embedding(wte: torch.Tensor, eps: float = RMS_EPS) -> torch.Tensor:
 
 
 def _rms_state_dict(arch: Architecture, config, take: Callable) -> dict[str, torch.Tensor]:
-    """Tensors of Llama / Qwen3 / NanoChat: separate q/k/v rows (each head's q/k in rotate-half order),
-    RMSNorm gains of 1 (Llama, Qwen3), the MLP's c_fc as both gate and up (Llama, Qwen3) or fc1 (NanoChat)."""
+    """Tensors of Llama / Qwen3 / NanoChat: separate q/k/v rows (each head's q/k in rotate-half order, for
+    NanoChat with their second half negated), RMSNorm gains of 1 (Llama, Qwen3), the MLP's c_fc as both
+    gate and up (Llama, Qwen3) or fc1 (NanoChat), NanoChat's embedding rows rescaled (:func:`nanochat_embedding`)."""
     H, hd, n = config.n_head, config.head_dim, config.n_embd
     order = torch.cat([h * hd + rotary_row_order(hd) for h in range(H)])
     # NanoChat's rotate_half is (x2, -x1), not (-x2, x1): it turns by -angle.  Negating the second half of
