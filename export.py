@@ -6,7 +6,8 @@
 
 The Hugging Face folder loads with ``AutoModelForCausalLM.from_pretrained(OUT)`` and
 ``AutoTokenizer.from_pretrained(OUT)`` (stock classes, no custom code): learned positions
-become GPT-2, rotary positions GPT-NeoX, with the same logits (docs/export.md).
+become GPT-2, rotary positions GPT-NeoX, the modern recipe's parts Llama, Qwen3 or NanoChat,
+with the same logits; what has no exact equivalent is refused (docs/export.md).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ EPILOG = """\
 formats:
   hf    a folder: config.json, model.safetensors (float32), generation_config.json,
         tokenizer.json, tokenizer_config.json, special_tokens_map.json
-  gguf  one file for llama.cpp (architectures gpt2 and gptneox, float32), for
+  gguf  one file for llama.cpp (architectures gpt2 and gptneox: the gpt2 recipe; float32), for
         byte-level BPE tokenizers with the gpt2, gpt4 or o200k split pattern
 
 What has no exact equivalent in the format (a model option, a tokenizer) is

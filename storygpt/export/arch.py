@@ -2,14 +2,16 @@
 
 Every field of ``GPTConfig`` has a row in :data:`FIELDS`: either it is a size the stock
 config carries (``n_layer``, ...), or it does not change the function the trained
-model computes at inference (``dropout``), or it chooses the architecture by its value
-(``position``: ``"learned"`` -> GPT-2, ``"rope"`` -> GPT-NeoX).  A value with no row,
-or a field the table does not know (a new model option), is refused with a one-line
-:class:`ExportError` naming the field: storygpt never writes a model that a stock
-library would run differently.
+model computes at inference (``dropout``, ``zero_init``), or its value narrows the
+architectures that compute it exactly (``position``, and the recipe parts ``norm``,
+``qk_norm``, ``mlp``, ``tie_embeddings``, ``logit_softcap``, ``bias``); the first of
+:data:`ARCHITECTURES` left is written.  A value with no row, values no one architecture
+has together, or a field the table does not know (a new model option), are refused with
+a one-line :class:`ExportError` naming the fields: storygpt never writes a model that a
+stock library would run differently.
 
-The two architectures and why they are exact (checked by ``tests/tools/test_export.py``,
-logits within 1e-4 in float32):
+The architectures and why they are exact (checked by ``tests/tools/test_export.py``, logits
+within 1e-4 in float32):
 
 ``gpt2`` (Hugging Face ``GPT2LMHeadModel``; llama.cpp ``gpt2``)
     Learned absolute positions, pre-norm blocks with LayerNorm (eps 1e-5, weight and
@@ -26,10 +28,25 @@ logits within 1e-4 in float32):
     the pair (2i, 2i+1) (RoFormer).  Permuting every head's query and key rows to
     (0, 2, 4, ..., 1, 3, 5, ...) turns one rotation into the other and leaves q.k
     unchanged, so the attention is the same.
+``llama`` / ``qwen3`` (``LlamaForCausalLM`` / ``Qwen3ForCausalLM``; no GGUF)
+    RMSNorm blocks with gains written as 1 and eps = float32's machine epsilon (storygpt's
+    ``F.rms_norm`` default), separate q/k/v projections (q/k rows permuted as for
+    GPT-NeoX: both use ``rotate_half``), and the gated MLP ``down(relu(gate x) * up x)``
+    with gate = up = storygpt's ``c_fc``: ``relu(a) * a = relu(a)**2`` exactly.  Qwen3 adds
+    per-head RMSNorm of queries and keys before the rotation (gains 1), as storygpt.
+    Llama takes biases (``attention_bias``, ``mlp_bias``), Qwen3 none.  No soft-cap.
+``nanochat`` (``NanoChatForCausalLM``; no GGUF)
+    The only stock model with the final logit soft-cap ``c * tanh(z / c)`` and weightless
+    RMSNorm, QK-norm (after the rotation; equal, a rotation keeps a head's RMS), ReLU^2, no
+    biases.  It also norms the token embedding, which storygpt does not: the embedding rows
+    are rescaled so that norm gives them back (:func:`nanochat_embedding`), possible only
+    for rows with RMS < 1, and the output layer is written untied.  Trained ``modern`` runs
+    have larger rows and are refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import torch
@@ -56,58 +73,94 @@ class Architecture:
 
 GPT2 = Architecture("gpt2", "GPT2LMHeadModel", "gpt2")
 GPT_NEOX = Architecture("gpt_neox", "GPTNeoXForCausalLM", "gptneox")
+LLAMA = Architecture("llama", "LlamaForCausalLM", "llama")
+QWEN3 = Architecture("qwen3", "Qwen3ForCausalLM", "qwen3")
+NANOCHAT = Architecture("nanochat", "NanoChatForCausalLM", "nanochat")
+#: Preference when several architectures compute the same function: the first one.
+ARCHITECTURES = (GPT2, GPT_NEOX, LLAMA, QWEN3, NANOCHAT)
+_RMS = frozenset({LLAMA, QWEN3, NANOCHAT})
+_ALL = frozenset(ARCHITECTURES)
 
 #: A size or constant the stock config carries as it is.
 CARRIED = "carried"
-#: A field that changes nothing at inference (dropout is off in evaluation).
+#: A field that changes nothing at inference (dropout is off in evaluation; an initialisation).
 TRAINING_ONLY = "training only"
 
-#: The table: GPTConfig field -> CARRIED, TRAINING_ONLY, or {value: Architecture} for a
-#: field whose value picks the architecture (a value missing here has no stock equivalent).
-#: A new GPTConfig field needs a row here before its checkpoints export.
+
+@dataclass(frozen=True)
+class Picks:
+    """A field whose value (through ``key``) narrows the architectures to those in ``table[key(value)]``."""
+
+    table: dict
+    key: Callable = staticmethod(lambda v: v)
+
+
+#: The table: GPTConfig field -> CARRIED, TRAINING_ONLY, or a :class:`Picks` (a dict is one with
+#: the value itself as key): the architectures that compute a field's value exactly.  A value missing
+#: from its row has no stock equivalent.  A new GPTConfig field needs a row here before its
+#: checkpoints export.
 FIELDS: dict[str, object] = {
     "vocab_size": CARRIED,
     "block_size": CARRIED,
     "n_layer": CARRIED,
     "n_head": CARRIED,
     "n_embd": CARRIED,
-    "rope_theta": CARRIED,  # GPT-NeoX rotary base; unused by learned positions
+    "rope_theta": CARRIED,  # rotary base; unused by learned positions
     "dropout": TRAINING_ONLY,
-    "position": {"learned": GPT2, "rope": GPT_NEOX},
+    "zero_init": TRAINING_ONLY,
+    "position": {"learned": {GPT2}, "rope": _ALL - {GPT2}},
+    "norm": {"layernorm": {GPT2, GPT_NEOX}, "rmsnorm": _RMS},  # RMSNorm gains written as 1
+    "qk_norm": {False: {GPT2, GPT_NEOX, LLAMA}, True: {QWEN3, NANOCHAT}},
+    "mlp": {"gelu": {GPT2, GPT_NEOX}, "relu2": _RMS},  # relu(Wx) * (Wx): gate = up = W, hidden_act "relu"
+    "tie_embeddings": {True: _ALL, False: _RMS},
+    "logit_softcap": Picks({"off": _ALL - {NANOCHAT}, "on": {NANOCHAT}}, lambda v: "on" if v > 0 else "off"),
+    "bias": {True: {GPT2, GPT_NEOX, LLAMA}, False: _ALL},  # GPT-2 / GPT-NeoX get zero biases
 }
+
+
+def _row(name: str):
+    row = FIELDS.get(name)
+    return Picks(row) if isinstance(row, dict) else row
 
 
 def choose_architecture(config) -> Architecture:
     """The stock architecture that computes exactly what a model of ``config`` computes.
 
+    Every :class:`Picks` row narrows the candidates; the first of :data:`ARCHITECTURES` left is chosen.
+
     Args:
         config: a :class:`storygpt.model.GPTConfig`.
 
     Raises:
-        ExportError: a field with no row in :data:`FIELDS`, or a value with no stock
-            equivalent (the message names the field and its value).
+        ExportError: a field with no row in :data:`FIELDS`, a value with no stock equivalent,
+            or values no single architecture computes together (the message names the fields).
     """
-    chosen: list[tuple[str, Architecture]] = []
+    left, why = set(ARCHITECTURES), []
     for f in fields(config):
         value = getattr(config, f.name)
-        row = FIELDS.get(f.name)
+        row = _row(f.name)
         if row is None:
             raise ExportError(
                 f"GPTConfig.{f.name} = {value!r}: the exporter does not know this field, so no stock architecture "
                 "is known to compute the same function (add a row to storygpt/export/arch.py FIELDS)"
             )
-        if isinstance(row, dict):
-            if value not in row:
-                raise ExportError(
-                    f"GPTConfig.{f.name} = {value!r} has no exact equivalent in a stock architecture "
-                    f"(exportable values: {', '.join(repr(v) for v in row)})"
-                )
-            chosen.append((f.name, row[value]))
-    archs = {a for _, a in chosen}
-    if len(archs) != 1:
-        names = ", ".join(f"{n} -> {a.name}" for n, a in chosen) or "no field chooses one"
-        raise ExportError(f"GPTConfig: the fields choose no single stock architecture ({names})")
-    return archs.pop()
+        if not isinstance(row, Picks):
+            continue
+        archs = row.table.get(row.key(value))
+        if archs is None:
+            raise ExportError(
+                f"GPTConfig.{f.name} = {value!r} has no exact equivalent in a stock architecture "
+                f"(exportable values: {', '.join(repr(v) for v in row.table)})"
+            )
+        named = f"{f.name} = {value!r} (in {'/'.join(a.name for a in ARCHITECTURES if a in archs)})"
+        if not left & set(archs):
+            raise ExportError(
+                f"GPTConfig.{named} does not go with {', '.join(why)}: no stock architecture has them all"
+            )
+        left &= set(archs)
+        if set(archs) != _ALL:
+            why.append(named)
+    return next(a for a in ARCHITECTURES if a in left)
 
 
 # --------------------------------------------------------------------------- configs
@@ -133,6 +186,8 @@ def hf_config(arch: Architecture, config, eot_id: int, pad_id: int, dtype: str =
             "dtype": dtype,
         },
     )
+    if arch in _RMS:
+        return _rms_config(arch, config, common)
     if arch is GPT2:
         return {
             **common,
@@ -175,6 +230,35 @@ def hf_config(arch: Architecture, config, eot_id: int, pad_id: int, dtype: str =
     }
 
 
+#: storygpt's RMSNorm epsilon: ``F.rms_norm`` without ``eps`` uses the float32 machine epsilon.
+RMS_EPS = float(torch.finfo(torch.float32).eps)
+
+
+def _rms_config(arch: Architecture, config, common: dict) -> dict:
+    """``config.json`` of the RMSNorm architectures (Llama, Qwen3, NanoChat)."""
+    d = {
+        **common,
+        "tie_word_embeddings": arch is not NANOCHAT and config.tie_embeddings,
+        "hidden_size": config.n_embd,
+        "intermediate_size": 4 * config.n_embd,
+        "num_hidden_layers": config.n_layer,
+        "num_attention_heads": config.n_head,
+        "num_key_value_heads": config.n_head,
+        "head_dim": config.head_dim,
+        "max_position_embeddings": config.block_size,
+        "rms_norm_eps": RMS_EPS,
+        "attention_bias": config.bias,
+        "attention_dropout": 0.0,
+        "rope_parameters": {"rope_type": "default", "rope_theta": float(config.rope_theta)},
+    }
+    if arch is NANOCHAT:
+        return {**d, "hidden_act": "relu2", "final_logit_softcapping": float(config.logit_softcap) or None}
+    d["hidden_act"] = "relu"  # with gate = up: relu(Wx) * Wx = relu(Wx)**2
+    if arch is LLAMA:
+        return {**d, "mlp_bias": config.bias, "pretraining_tp": 1}
+    return {**d, "use_sliding_window": False, "sliding_window": None, "max_window_layers": config.n_layer}
+
+
 # --------------------------------------------------------------------------- weights
 def rotary_row_order(head_dim: int) -> torch.Tensor:
     """(head_dim,) int64: the rows of one head's query/key, storygpt order -> GPT-NeoX order.
@@ -208,13 +292,23 @@ def hf_state_dict(arch: Architecture, config, sd: dict[str, torch.Tensor]) -> di
         ExportError: a tensor the mapping does not place (named), or one it needs that is missing.
     """
     out: dict[str, torch.Tensor] = {}
-    used = {"lm_head.weight"}
+    used = {"lm_head.weight"} if config.tie_embeddings else set()
 
-    def take(name: str) -> torch.Tensor:
+    def take(name: str, zeros_like: str | None = None) -> torch.Tensor:
+        """The tensor ``name``; without biases (``config.bias`` off) a bias is zeros shaped like ``zeros_like``'s rows."""
+        if zeros_like is not None and not config.bias and name not in sd:
+            return torch.zeros(sd[zeros_like].shape[0])
         if name not in sd:
             raise ExportError(f"the checkpoint has no tensor {name!r}")
         used.add(name)
         return sd[name].detach().to("cpu", torch.float32)
+
+    if arch in _RMS:
+        out = _rms_state_dict(arch, config, take)
+        left = sorted(set(sd) - used)
+        if left:
+            raise ExportError(f"the checkpoint tensor {left[0]!r} has no place in a {arch.hf_class}")
+        return {k: v.contiguous().clone() for k, v in out.items()}
 
     H, hd = config.n_head, config.head_dim
     if arch is GPT2:
@@ -224,7 +318,7 @@ def hf_state_dict(arch: Architecture, config, sd: dict[str, torch.Tensor]) -> di
             s, p = f"blocks.{i}.", f"transformer.h.{i}."
             for mine, theirs in (("ln_1", "ln_1"), ("ln_2", "ln_2")):
                 out[p + theirs + ".weight"] = take(s + mine + ".weight")
-                out[p + theirs + ".bias"] = take(s + mine + ".bias")
+                out[p + theirs + ".bias"] = take(s + mine + ".bias", s + mine + ".weight")
             for mine, theirs in (
                 ("attn.c_attn", "attn.c_attn"),
                 ("attn.c_proj", "attn.c_proj"),
@@ -232,28 +326,102 @@ def hf_state_dict(arch: Architecture, config, sd: dict[str, torch.Tensor]) -> di
                 ("mlp.c_proj", "mlp.c_proj"),
             ):
                 out[p + theirs + ".weight"] = take(s + mine + ".weight").t()  # Conv1D: (in, out)
-                out[p + theirs + ".bias"] = take(s + mine + ".bias")
+                out[p + theirs + ".bias"] = take(s + mine + ".bias", s + mine + ".weight")
         out["transformer.ln_f.weight"] = take("ln_f.weight")
-        out["transformer.ln_f.bias"] = take("ln_f.bias")
+        out["transformer.ln_f.bias"] = take("ln_f.bias", "ln_f.weight")
     else:
         out["gpt_neox.embed_in.weight"] = take("wte.weight")
         for i in range(config.n_layer):
             s, p = f"blocks.{i}.", f"gpt_neox.layers.{i}."
             for mine, theirs in (("ln_1", "input_layernorm"), ("ln_2", "post_attention_layernorm")):
                 out[p + theirs + ".weight"] = take(s + mine + ".weight")
-                out[p + theirs + ".bias"] = take(s + mine + ".bias")
+                out[p + theirs + ".bias"] = take(s + mine + ".bias", s + mine + ".weight")
             out[p + "attention.query_key_value.weight"] = _neox_qkv(take(s + "attn.c_attn.weight"), H, hd)
-            out[p + "attention.query_key_value.bias"] = _neox_qkv(take(s + "attn.c_attn.bias"), H, hd)
+            out[p + "attention.query_key_value.bias"] = _neox_qkv(
+                take(s + "attn.c_attn.bias", s + "attn.c_attn.weight"), H, hd
+            )
             for mine, theirs in (
                 ("attn.c_proj", "attention.dense"),
                 ("mlp.c_fc", "mlp.dense_h_to_4h"),
                 ("mlp.c_proj", "mlp.dense_4h_to_h"),
             ):
                 out[p + theirs + ".weight"] = take(s + mine + ".weight")
-                out[p + theirs + ".bias"] = take(s + mine + ".bias")
+                out[p + theirs + ".bias"] = take(s + mine + ".bias", s + mine + ".weight")
         out["gpt_neox.final_layer_norm.weight"] = take("ln_f.weight")
-        out["gpt_neox.final_layer_norm.bias"] = take("ln_f.bias")
+        out["gpt_neox.final_layer_norm.bias"] = take("ln_f.bias", "ln_f.weight")
     left = sorted(set(sd) - used)
     if left:
         raise ExportError(f"the checkpoint tensor {left[0]!r} has no place in a {arch.hf_class}")
     return {k: v.contiguous().clone() for k, v in out.items()}
+
+
+def nanochat_embedding(wte: torch.Tensor, eps: float = RMS_EPS) -> torch.Tensor:
+    """Token embedding rows ``c_i e_i`` that NanoChat's weightless RMSNorm after the embedding turns back into ``e_i``.
+
+    ``rms_norm(c e) = c e / sqrt(c**2 m + eps)`` with ``m = mean(e**2)`` equals ``e`` exactly when
+    ``c**2 = eps / (1 - m)``, which exists only for rows with RMS below 1: that norm's output always
+    has RMS below 1.  Computed in float64.
+
+    Args:
+        wte: (vocab_size, n_embd) float, storygpt's ``wte.weight``.
+
+    Raises:
+        ExportError: a row with RMS >= 1, naming the token id and its RMS.
+    """
+    e = wte.to(torch.float64)
+    m = e.square().mean(dim=1)
+    worst = int(m.argmax())
+    if m[worst] >= 1.0 - 1e-6:
+        raise ExportError(
+            f"GPTConfig.logit_softcap > 0 exports only as NanoChatForCausalLM, whose weightless RMSNorm after the "
+            f"token embedding storygpt does not have; it can be undone only for embedding rows with RMS < 1, "
+            f"and token {worst} has RMS {m[worst].sqrt().item():.3g} (a run with --logit-softcap 0 exports as Qwen3)"
+        )
+    return (e * (eps / (1.0 - m)).sqrt()[:, None]).float()
+
+
+def _rms_state_dict(arch: Architecture, config, take: Callable) -> dict[str, torch.Tensor]:
+    """Tensors of Llama / Qwen3 / NanoChat: separate q/k/v rows (each head's q/k in rotate-half order, for
+    NanoChat with their second half negated), RMSNorm gains of 1 (Llama, Qwen3), the MLP's c_fc as both
+    gate and up (Llama, Qwen3) or fc1 (NanoChat), NanoChat's embedding rows rescaled (:func:`nanochat_embedding`)."""
+    H, hd, n = config.n_head, config.head_dim, config.n_embd
+    order = torch.cat([h * hd + rotary_row_order(hd) for h in range(H)])
+    # NanoChat's rotate_half is (x2, -x1), not (-x2, x1): it turns by -angle.  Negating the second half of
+    # every head's q and k rows (a reflection S, S R(a) S = R(-a), which keeps q.k and each head's RMS) undoes it.
+    sign = torch.ones(H, hd)
+    if arch is NANOCHAT:
+        sign[:, hd // 2 :] = -1.0
+    ones = torch.ones(n)
+    wte = take("wte.weight")
+    out = {"model.embed_tokens.weight": nanochat_embedding(wte) if arch is NANOCHAT else wte}
+    if arch is NANOCHAT or not config.tie_embeddings:
+        out["lm_head.weight"] = wte if config.tie_embeddings else take("lm_head.weight")
+    if arch is not NANOCHAT:
+        out["model.norm.weight"] = ones
+    for i in range(config.n_layer):
+        s, p = f"blocks.{i}.", f"model.layers.{i}."
+        parts = {"weight": take(s + "attn.c_attn.weight")}
+        if config.bias:
+            parts["bias"] = take(s + "attn.c_attn.bias")
+        for kind, t in parts.items():
+            q, k, v = t.split(n, dim=0)
+            flip = sign.reshape(-1, *([1] * (q.dim() - 1)))
+            out[p + f"self_attn.q_proj.{kind}"] = q[order] * flip
+            out[p + f"self_attn.k_proj.{kind}"] = k[order] * flip
+            out[p + f"self_attn.v_proj.{kind}"] = v
+        kinds = ("weight", "bias") if config.bias else ("weight",)
+        for kind in kinds:
+            out[p + f"self_attn.o_proj.{kind}"] = take(s + f"attn.c_proj.{kind}")
+            fc, proj = take(s + f"mlp.c_fc.{kind}"), take(s + f"mlp.c_proj.{kind}")
+            if arch is NANOCHAT:
+                out[p + f"mlp.fc1.{kind}"], out[p + f"mlp.fc2.{kind}"] = fc, proj
+            else:
+                out[p + f"mlp.gate_proj.{kind}"], out[p + f"mlp.up_proj.{kind}"] = fc, fc.clone()
+                out[p + f"mlp.down_proj.{kind}"] = proj
+        if arch is not NANOCHAT:
+            out[p + "input_layernorm.weight"] = ones
+            out[p + "post_attention_layernorm.weight"] = ones
+        if arch is QWEN3:
+            out[p + "self_attn.q_norm.weight"] = torch.ones(hd)
+            out[p + "self_attn.k_norm.weight"] = torch.ones(hd)
+    return out

@@ -40,6 +40,15 @@ from .arch import ExportError
 LLAMA_CPP_PRE = {"gpt2": "gpt-2", "gpt4": "llama-bpe", "o200k": "gpt-4o"}
 #: Hugging Face model_type -> llama.cpp architecture.
 GGUF_ARCH = {"gpt2": "gpt2", "gpt_neox": "gptneox"}
+#: The exported architectures llama.cpp cannot run exactly, and why (one line each).
+NO_GGUF = {
+    "nanochat": "llama.cpp has no NanoChat architecture (gguf's MODEL_ARCH has none), and none of its "
+    "architectures has NanoChat's RMSNorm after the token embedding with a final logit soft-cap",
+    "qwen3": "llama.cpp's qwen3 computes a SiLU-gated MLP (GGUF has no key to choose another activation); "
+    "storygpt's ReLU^2 is exact in transformers' Qwen3 only as relu(gate) * up",
+    "llama": "llama.cpp's llama computes a SiLU-gated MLP (GGUF has no key to choose another activation); "
+    "storygpt's ReLU^2 is exact in transformers' Llama only as relu(gate) * up",
+}
 
 
 def _require_gguf():
@@ -130,6 +139,8 @@ def write_gguf(hf_folder: str | Path, path: str | Path, name: str | None = None)
     config = json.loads((hf_folder / "config.json").read_text(encoding="utf-8"))
     tj = json.loads((hf_folder / "tokenizer.json").read_text(encoding="utf-8"))
     model_type = config["model_type"]
+    if model_type in NO_GGUF:
+        raise ExportError(f"no GGUF for this model: {NO_GGUF[model_type]}")
     if model_type not in GGUF_ARCH:
         raise ExportError(f"llama.cpp has no architecture for a {model_type!r} model")
     pre = llama_cpp_pre(tj)
