@@ -22,7 +22,7 @@ and the attention term of Chowdhery et al. 2022, "PaLM", appendix B)::
   RMSNorm of queries and keys, ReLU^2 and the logit soft-cap are elementwise (a few FLOPs per
   activation, like LayerNorm and GELU, left out likewise), an untied output layer costs what the
   tied one does, and without biases the matrices are the same.  So one formula serves both
-  recipes and equal ``--budget-flops`` means equal matmul work (tests/test_flops.py counts both).
+  recipes and equal ``--budget-flops`` means equal matmul work (tests/model/test_flops.py counts both).
 
 Tested against ``torch.utils.flop_counter.FlopCounterMode`` on a forward + backward
 (tests/model/test_flops.py): equal to its count of matmul FLOPs.
