@@ -71,7 +71,7 @@ PROG = "compare.py"
 #: settings that name the folder of runs, and it is recorded in each run's compare.json.
 FORWARDED = {"recipe": "--recipe"}
 #: pretrain.py's --recipe default (storygpt/model/recipes.py DEFAULT; kept here so compare.py imports no torch,
-#: tests/model/test_recipe.py checks they agree): always forwarded, so it names the folder of runs and is recorded.
+#: tests/training/test_recipe.py checks they agree): always forwarded, so it names the folder of runs and is recorded.
 RECIPE_DEFAULT = "modern"
 #: pretrain.py's defaults that the pre-training guard needs (when --pretrain-args does not set them).
 PRETRAIN_WARMUP = 20
