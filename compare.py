@@ -94,14 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
         "specs",
         nargs="*",
         metavar="SPEC",
-        help="tokenizer SPECs as data.py --tokenizer takes them: bpe[:VOCAB], word[:VOCAB], byte, tiktoken:NAME, "
-        "hf:PATH, file:PATH, unigram[:VOCAB], wordpiece[:VOCAB], sp:PATH, spm-unigram[:VOCAB], spm-bpe[:VOCAB] "
+        help="tokenizer SPECs as data.py --tokenizer takes them: bpe[:VOCAB], superbpe[:VOCAB[:T]], word[:VOCAB], byte, "
+        "tiktoken:NAME, hf:PATH, file:PATH, unigram[:VOCAB], wordpiece[:VOCAB], sp:PATH, spm-unigram[:VOCAB], spm-bpe[:VOCAB] "
         "(docs/tokenizers.md). Default: " + " ".join(DEFAULT_SPECS),
     )
     p.add_argument(
         "--report",
         metavar="NAME",
-        help="report name: results go to --reports-dir/NAME and the runs to --out-dir/NAME. "
+        help="report name: results go to --reports-dir/NAME, the runs to --out-dir/cfg-HASH/CORPUS/ (shared by "
+        "every report with the same settings, docs/compare.md). "
         "Default: CORPUS-BUDGET, e.g. shakespeare-flops5e12",
     )
     p.add_argument("--reports-dir", default="reports", help="root folder of the reports")

@@ -51,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the tokenizer: bpe[:VOCAB] (storygpt's byte-level BPE, trained here; VOCAB 8192 when omitted), "
         "word[:VOCAB] (word-level, trained here; VOCAB 10000 when omitted), byte (the 256 bytes), "
         "tiktoken:NAME (gpt2, cl100k_base, o200k_base; needs tiktoken), hf:PATH (any Hugging Face "
-        "tokenizer.json; needs tokenizers), file:PATH (a storygpt tokenizer file); default: word",
+        "tokenizer.json; needs tokenizers), file:PATH (a storygpt tokenizer file), superbpe[:VOCAB[:T]] "
+        "(SuperBPE, trained here), unigram[:VOCAB] and wordpiece[:VOCAB] (trained by Hugging Face tokenizers), "
+        "sp:PATH (a SentencePiece .model; needs sentencepiece), spm-unigram[:VOCAB] and spm-bpe[:VOCAB] (trained "
+        "by sentencepiece); docs/tokenizers.md; default: word",
     )
     p.add_argument(
         "--bpe",
