@@ -303,7 +303,7 @@ def test_step_estimates_and_budget_warnings():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["bpe:512", "wordpiece:300"], "unknown tokenizer SPEC 'wordpiece:300'"),
+        (["bpe:512", "morpheme:300"], "unknown tokenizer SPEC 'morpheme:300'"),
         (["bpe:abc"], "VOCAB must be a positive whole number"),
         (["byte", "--budget-flops", "0"], "--budget-flops must be a positive number, got 0"),
         (["byte", "--budget-chars", "-5"], "--budget-chars must be a positive number"),
