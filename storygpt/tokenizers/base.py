@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
 import numpy as np
+import regex
 
 from storygpt.atomic import write_text
 
@@ -97,6 +98,24 @@ def resolve_special(allowed_special, disallowed_special, registered: Collection[
             raise ValueError(f"{name} names tokens that are not special tokens of this tokenizer: {sorted(unknown)}")
         out.append(given)
     return out[0], out[1]
+
+
+def split_special(text: str, allowed: frozenset, ids: dict[str, int]) -> list[str | int]:
+    """``text`` cut at the ``allowed`` special tokens: text pieces (str) and their ids (``ids[token]``, int), in
+    order; the longest token wins where two start at the same place."""
+    if not allowed:
+        return [text] if text else []
+    rx = regex.compile("|".join(regex.escape(s) for s in sorted(allowed, key=lambda s: (-len(s), s))))
+    out: list[str | int] = []
+    pos = 0
+    for m in rx.finditer(text):
+        if m.start() > pos:
+            out.append(text[pos : m.start()])
+        out.append(ids[m.group()])
+        pos = m.end()
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
 
 
 def check_no_special(text: str, disallowed: frozenset) -> None:

@@ -15,10 +15,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-import regex
 
 from . import io as _io
-from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, clean_text, require, resolve_special
+from .base import (
+    EOT,
+    Tokenizer,
+    as_int,
+    check_no_special,
+    check_texts,
+    clean_text,
+    require,
+    resolve_special,
+    split_special,
+)
 
 #: Names tried, in order, for the padding token.
 PAD_NAMES = ("<pad>", "[PAD]", "<|pad|>")
@@ -193,22 +202,6 @@ class HFTokenizer(Tokenizer):
         return s
 
     # ---------------------------------------------------------------------- encode
-    def _pieces(self, text: str, allowed: frozenset) -> list[str | int]:
-        """Text pieces (str) and allowed special-token ids (int), in order."""
-        if not allowed:
-            return [text] if text else []
-        rx = regex.compile("|".join(regex.escape(s) for s in sorted(allowed, key=lambda s: (-len(s), s))))
-        out: list[str | int] = []
-        pos = 0
-        for m in rx.finditer(text):
-            if m.start() > pos:
-                out.append(text[pos : m.start()])
-            out.append(self._special[m.group()])
-            pos = m.end()
-        if pos < len(text):
-            out.append(text[pos:])
-        return out
-
     def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
         """Encode with the library (no post-processor tokens); specials as :meth:`Tokenizer.encode`."""
         return self.encode_batch([text], 0, allowed_special, disallowed_special)[0]
@@ -228,7 +221,7 @@ class HFTokenizer(Tokenizer):
         for t in texts:
             t = clean_text(t)  # lone surrogates -> U+FFFD; TypeError for non-str
             check_no_special(t, disallowed)
-            split.append(self._pieces(t, allowed))
+            split.append(split_special(t, allowed, self._special))
         plain = [p for parts in split for p in parts if isinstance(p, str)]
         try:
             encoded = iter([e.ids for e in self._hf.encode_batch(plain, add_special_tokens=False)] if plain else [])

@@ -25,10 +25,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-import regex
 
 from . import io as _io
-from .base import EOT, Tokenizer, as_int, check_no_special, check_texts, clean_text, require, resolve_special
+from .base import (
+    EOT,
+    Tokenizer,
+    as_int,
+    check_no_special,
+    check_texts,
+    clean_text,
+    require,
+    resolve_special,
+    split_special,
+)
 
 #: ``sentencepiece``'s reservoir sample of documents, above which training samples this many
 #: (seeded, so the sample is the same every run); below it every document is used.
@@ -164,22 +173,6 @@ class SentencePieceTokenizer(Tokenizer):
         return piece.replace("\u2581", " ").encode("utf-8")
 
     # ---------------------------------------------------------------------- encode
-    def _pieces(self, text: str, allowed: frozenset) -> list[str | int]:
-        """Text pieces (str) and allowed special-token ids (int), in order."""
-        if not allowed:
-            return [text] if text else []
-        rx = regex.compile("|".join(regex.escape(s) for s in sorted(allowed, key=lambda s: (-len(s), s))))
-        out: list[str | int] = []
-        pos = 0
-        for m in rx.finditer(text):
-            if m.start() > pos:
-                out.append(text[pos : m.start()])
-            out.append(self._special[m.group()])
-            pos = m.end()
-        if pos < len(text):
-            out.append(text[pos:])
-        return out
-
     def encode(self, text: str, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
         """Encode with the processor; specials as :meth:`Tokenizer.encode`."""
         return self.encode_batch([text], 0, allowed_special, disallowed_special)[0]
@@ -198,7 +191,7 @@ class SentencePieceTokenizer(Tokenizer):
         for t in texts:
             t = clean_text(t)
             check_no_special(t, disallowed)
-            split.append(self._pieces(t, allowed))
+            split.append(split_special(t, allowed, self._special))
         plain = [p for parts in split for p in parts if isinstance(p, str)]
         encoded = iter(self._sp.encode(plain, num_threads=max(num_threads, 0) or -1) if plain else [])
         out = []
