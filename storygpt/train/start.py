@@ -210,7 +210,8 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
         disable=(not r.dist.master) or not options.progress or nothing_left,
         dynamic_ncols=True,
         file=sys.stderr,
-        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}%{postfix}",
+        desc="budget",
+        bar_format="{l_bar}{bar}| {elapsed}<{remaining}{postfix}",  # "budget:  20%|##   | 00:12<00:48, step ..."
     )
     steps_before = state.step
     try:
