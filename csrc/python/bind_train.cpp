@@ -187,30 +187,30 @@ struct Counter {
     // Pulls the texts one by one, counting them a batch of about batch_bytes
     // at a time with the GIL released; memory: one batch.  Returns the bytes
     // counted.
-    uint64_t add_texts(const py::iterable& texts, size_t batch_bytes, const py::object& progress,
+    // (py::object, not py::iterable: the latter's type check calls __iter__ once more.)
+    uint64_t add_texts(const py::object& texts, size_t batch_bytes, const py::object& progress,
                        const std::string& label) {
         check_unused();
         storygpt::TextBatch batch;
         uint64_t done = 0;
+        bool reported = false;  // progress has seen every text taken so far
         auto count = [&] {
-            if (batch.size() == 0) return;
-            {
+            if (batch.size() > 0) {
                 py::gil_scoped_release release;
                 counter.add_texts(batch);
             }
             done += batch.bytes.size();
             batch.clear();
             if (!progress.is_none()) progress("count", done, 0);
+            reported = true;
         };
         size_t index = 0;
-        for (py::handle item : texts) {
+        for (py::handle item : py::iter(texts)) {
             append_text(batch, item, index++, label);
+            reported = false;
             if (batch.bytes.size() >= batch_bytes) count();
         }
-        if (batch.size() > 0)
-            count();
-        else if (!progress.is_none())
-            progress("count", done, 0);  // the end, when no batch is left to report it
+        if (!reported) count();  // the last batch; an empty iterable reports 0
         return done;
     }
 
