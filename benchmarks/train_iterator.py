@@ -74,6 +74,7 @@ def _ways(text: str, lines: list[str], vocab_size: int, pattern: str, with_rustb
         ),
     }
     if with_rustbpe:
+        os.environ["RAYON_NUM_THREADS"] = "1"  # one thread, as storygpt (read when rustbpe first trains)
         import rustbpe
 
         regex = bpe_reference.PATTERNS[pattern]
