@@ -220,6 +220,22 @@ void random_case(std::mt19937_64& rng, Stats& stats, int n_chunks) {
     check_chunks(rng, enc, merges, ranks, alphabet, n_chunks, stats);
 }
 
+// Texts counted from one padded buffer (TextBatch) count as each text on its own.
+void check_text_batch(const std::vector<std::string_view>& texts, Pattern pattern, int threads) {
+    ChunkCounter each(pattern, {"\n\n"}, threads), batched(pattern, {"\n\n"}, threads);
+    each.add_texts(texts);
+    TextBatch batch;
+    for (std::string_view t : texts) batch.add(t);
+    batched.add_texts(batch);
+    auto counts = [](ChunkCounter& c) {
+        std::map<std::string, int64_t> m;
+        for (const ChunkCounts& shard : c.shards())
+            shard.for_each([&](std::string_view chunk, int64_t n) { m[std::string(chunk)] += n; });
+        return m;
+    };
+    if (counts(each) != counts(batched)) fail("TextBatch counts differ from add_texts on the same texts");
+}
+
 void trained_case(std::mt19937_64& rng, Stats& stats, int n_chunks) {
     const std::string alphabet = rng() % 2 ? "abc " : "ab\xc3\xa9 \n";
     std::vector<std::string> texts;
@@ -231,6 +247,9 @@ void trained_case(std::mt19937_64& rng, Stats& stats, int n_chunks) {
     options.tie_break = rng() % 2 ? TieBreak::SmallestIds : TieBreak::LargestBytes;
     options.num_threads = 1 + static_cast<int>(rng() % 2);
     const std::vector<Merge> learned = train(views, {}, options);
+    std::vector<std::string_view> short_views(views);
+    for (std::string_view& v : short_views) v = v.substr(0, rng() % 24);  // many ends within 16 bytes
+    check_text_batch(short_views, options.pattern, options.num_threads);
     std::vector<MergeRule> merges;
     for (size_t i = 0; i < learned.size(); ++i)
         merges.push_back({learned[i].first, learned[i].second, static_cast<int64_t>(256 + i)});

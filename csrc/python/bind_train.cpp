@@ -103,6 +103,72 @@ py::list train(const py::object& data, const py::object& files, int64_t vocab_si
     return merges_to_list(bridge.run([&] { return storygpt::train(texts, paths, options, bridge.progress()); }));
 }
 
+// The code units s[0, n) appended to `out` as UTF-8, a surrogate pair as its
+// character and a lone surrogate as U+FFFD: the bytes of
+// storygpt.tokenizers.base.clean_text(text).encode("utf-8").
+template <class Unit>
+void append_utf8(const Unit* s, size_t n, std::string& out) {
+    const size_t at = out.size();
+    out.resize(at + (sizeof(Unit) + 1) * n);  // the most a unit (or a pair of UCS-2 units) takes
+    auto* p = reinterpret_cast<unsigned char*>(&out[at]);
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t c = s[i];
+        if (c < 0x80) {
+            *p++ = static_cast<unsigned char>(c);
+            continue;
+        }
+        if (c < 0x800) {
+            *p++ = static_cast<unsigned char>(0xC0 | (c >> 6));
+            *p++ = static_cast<unsigned char>(0x80 | (c & 0x3F));
+            continue;
+        }
+        if (c >= 0xD800 && c <= 0xDFFF) {
+            const bool pair = c < 0xDC00 && i + 1 < n && s[i + 1] >= 0xDC00 && s[i + 1] <= 0xDFFF;
+            c = pair ? 0x10000 + ((c - 0xD800) << 10) + (s[++i] - 0xDC00) : 0xFFFD;
+        }
+        if (c < 0x10000) {
+            *p++ = static_cast<unsigned char>(0xE0 | (c >> 12));
+        } else {
+            *p++ = static_cast<unsigned char>(0xF0 | (c >> 18));
+            *p++ = static_cast<unsigned char>(0x80 | ((c >> 12) & 0x3F));
+        }
+        *p++ = static_cast<unsigned char>(0x80 | ((c >> 6) & 0x3F));
+        *p++ = static_cast<unsigned char>(0x80 | (c & 0x3F));
+    }
+    out.resize(static_cast<size_t>(reinterpret_cast<char*>(p) - &out[0]));
+}
+
+// Appends one text of an iterable to the batch: str as UTF-8 (lone surrogates
+// as U+FFFD, an ASCII str copied as is), bytes, bytearray or memoryview as
+// their bytes.  TypeError "<label>: item <index> is <type>, not str or bytes".
+void append_text(storygpt::TextBatch& batch, py::handle item, size_t index, const std::string& label) {
+    PyObject* o = item.ptr();
+    std::string& out = batch.bytes;
+    if (PyUnicode_Check(o)) {
+        const size_t n = static_cast<size_t>(PyUnicode_GET_LENGTH(o));
+        if (PyUnicode_IS_ASCII(o))
+            out.append(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(o)), n);
+        else if (PyUnicode_KIND(o) == PyUnicode_1BYTE_KIND)
+            append_utf8(PyUnicode_1BYTE_DATA(o), n, out);
+        else if (PyUnicode_KIND(o) == PyUnicode_2BYTE_KIND)
+            append_utf8(PyUnicode_2BYTE_DATA(o), n, out);
+        else
+            append_utf8(PyUnicode_4BYTE_DATA(o), n, out);
+    } else if (PyBytes_Check(o)) {
+        out.append(PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o)));
+    } else if (PyByteArray_Check(o)) {
+        out.append(PyByteArray_AS_STRING(o), static_cast<size_t>(PyByteArray_GET_SIZE(o)));
+    } else if (PyMemoryView_Check(o)) {
+        const py::bytes b = py::reinterpret_steal<py::bytes>(PyObject_Bytes(o));  // any layout
+        if (!b) throw py::error_already_set();
+        out.append(view_of(b));
+    } else {
+        throw py::type_error(label + ": item " + std::to_string(index) + " is " + Py_TYPE(o)->tp_name +
+                             ", not str or bytes");
+    }
+    batch.end_text();
+}
+
 // storygpt::ChunkCounter with the options it was made with.  Not safe to
 // use from several Python threads at once.
 struct Counter {
@@ -118,15 +184,34 @@ struct Counter {
         if (used) throw py::value_error("this ChunkCounter's counts were used by learn_merges already");
     }
 
-    void add_texts(const py::list& texts, const py::object& progress) {
+    // Pulls the texts one by one, counting them a batch of about batch_bytes
+    // at a time with the GIL released; memory: one batch.  Returns the bytes
+    // counted.
+    // (py::object, not py::iterable: the latter's type check calls __iter__ once more.)
+    uint64_t add_texts(const py::object& texts, size_t batch_bytes, const py::object& progress,
+                       const std::string& label) {
         check_unused();
-        std::vector<py::bytes> held;  // keeps every text alive while the GIL is released
-        held.reserve(texts.size());
-        for (size_t i = 0; i < texts.size(); ++i) held.push_back(require_bytes(texts[i], "text " + std::to_string(i)));
-        std::vector<std::string_view> views;
-        for (const auto& b : held) views.push_back(view_of(b));
-        ProgressBridge bridge(progress);
-        bridge.run([&] { counter.add_texts(views, bridge.progress()); });
+        storygpt::TextBatch batch;
+        uint64_t done = 0;
+        bool reported = false;  // progress has seen every text taken so far
+        auto count = [&] {
+            if (batch.size() > 0) {
+                py::gil_scoped_release release;
+                counter.add_texts(batch);
+            }
+            done += batch.bytes.size();
+            batch.clear();
+            if (!progress.is_none()) progress("count", done, 0);
+            reported = true;
+        };
+        size_t index = 0;
+        for (py::handle item : py::iter(texts)) {
+            append_text(batch, item, index++, label);
+            reported = false;
+            if (batch.bytes.size() >= batch_bytes) count();
+        }
+        if (!reported) count();  // the last batch; an empty iterable reports 0
+        return done;
     }
 
     void add_file(const py::object& path, const py::object& progress, size_t window_bytes) {
@@ -213,9 +298,13 @@ Args:
     num_threads: counting threads (0 = all cores); counts never depend on it.)doc")
         .def(py::init<const std::string&, const py::object&, int>(), py::arg("pattern") = "simple",
              py::arg("special_tokens") = py::list(), py::arg("num_threads") = 1)
-        .def("add_texts", &Counter::add_texts, py::arg("texts"), py::arg("progress") = py::none(),
-             "Count the chunks of each text (list[bytes]; chunks never cross texts).  GIL released.  "
-             "progress(\"count\", bytes done, bytes in all) as in train().")
+        .def("add_texts", &Counter::add_texts, py::arg("texts"), py::kw_only(), py::arg("batch_bytes") = 8 << 20,
+             py::arg("progress") = py::none(), py::arg("label") = "texts",
+             "Count the chunks of each text of an iterable of str (as UTF-8, lone surrogates as U+FFFD) or "
+             "bytes/bytearray/memoryview; chunks never cross texts.  The texts are taken one by one and "
+             "counted about batch_bytes at a time with the GIL released (memory: one batch, not the "
+             "iterable).  progress(\"count\", bytes done, 0) after each batch.  Returns the bytes counted.  "
+             "TypeError \"<label>: item <i> is <type>, not str or bytes\".")
         .def("add_file", &Counter::add_file, py::arg("path"), py::arg("progress") = py::none(),
              py::arg("window_bytes") = 0,
              "Count the chunks of a file, streamed in windows of window_bytes (0: 1 MiB per 1-2 threads, "

@@ -1,6 +1,7 @@
 #include "train/chunk_counts.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace storygpt {
@@ -98,7 +99,8 @@ ChunkCounter::ChunkCounter(Pattern pattern, const std::vector<std::string>& spec
 // shard per thread, instead of a map per thread summed at the end, keeps the
 // memory of one map).  Keys are made kAhead chunks before they are counted
 // and their slots prefetched, so the look-ups' cache misses overlap.
-void ChunkCounter::add_batch(const ChunkBatch& batch) {
+void ChunkCounter::add_batch(const ChunkBatch& batch, const char* readable_begin, const char* readable_end) {
+    const std::less<const char*> before;
     constexpr size_t kAhead = 8;
     parallel_for(shards_.size(), threads_, [&](size_t shard, size_t) {
         ChunkCounts& counts = shards_[shard];
@@ -107,9 +109,11 @@ void ChunkCounter::add_batch(const ChunkBatch& batch) {
         size_t next = 0;
         for (const ChunkRun& run : batch.runs) {
             if (run.end == run.begin) continue;
-            const char* readable_end = run.data + batch.ends[run.end - 1];
+            const bool padded =
+                readable_end != nullptr && !before(run.data, readable_begin) && before(run.data, readable_end);
+            const char* run_end = padded ? readable_end : run.data + batch.ends[run.end - 1];
             batch.for_each_chunk(run, [&](std::string_view chunk) {
-                const ChunkKey key = chunk_key(chunk.data(), chunk.size(), readable_end);
+                const ChunkKey key = chunk_key(chunk.data(), chunk.size(), run_end);
                 if (shards_.size() > 1 && shard_of(key.hash) != shard) return;
                 counts.prefetch(key);
                 ChunkKey& place = ring[next % kAhead];
@@ -133,6 +137,26 @@ void ChunkCounter::add_texts(const std::vector<std::string_view>& texts, const P
         progress("count", std::min(done, total), total);
     });
     progress("count", total, total);
+}
+
+void ChunkCounter::add_texts(TextBatch& texts) {
+    const size_t size = texts.bytes.size();
+    texts.bytes.append(kShortChunkBytes, '\0');  // every short key read with two loads
+    const char* data = texts.bytes.data();
+    const char* readable_end = data + texts.bytes.size();
+    std::vector<std::string_view> pieces;
+    pieces.reserve(texts.size());
+    size_t start = 0;
+    for (size_t end : texts.ends) {
+        specials_.split(
+            std::string_view(data + start, end - start), [&](std::string_view piece) { pieces.push_back(piece); },
+            [](uint32_t) {});
+        start = end;
+    }
+    // A piece longer than a window is streamed through a buffer of its own:
+    // add_batch pads only the runs inside `texts`.
+    chunk_pieces(pieces, pattern_, threads_, [&](const ChunkBatch& batch) { add_batch(batch, data, readable_end); });
+    texts.bytes.resize(size);
 }
 
 void ChunkCounter::add_file(const std::string& path, const Progress& progress, size_t window_bytes) {

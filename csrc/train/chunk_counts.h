@@ -144,6 +144,26 @@ struct Progress {
     }
 };
 
+// Many texts laid end to end in one buffer, to count many short texts in one
+// call: text i is bytes[i == 0 ? 0 : ends[i - 1], ends[i]).  Chunks never
+// cross texts.  Append a text's bytes to `bytes`, then end_text().
+struct TextBatch {
+    std::string bytes;
+    std::vector<size_t> ends;
+
+    void add(std::string_view text) {
+        bytes.append(text.data(), text.size());
+        end_text();
+    }
+    void end_text() { ends.push_back(bytes.size()); }
+    size_t size() const { return ends.size(); }
+    // Empty, keeping the memory for the next batch.
+    void clear() {
+        bytes.clear();
+        ends.clear();
+    }
+};
+
 // Counts the chunks of texts, files and given (chunk, count) pairs, exactly
 // as bpe_reference.count_chunks counts each text: split around the special
 // tokens (which are dropped), pre-tokenized with `pattern`.  Work is spread
@@ -157,6 +177,10 @@ class ChunkCounter {
     // Each text separately (chunks never cross texts); the views need to live
     // only during the call.  Reports stage "count": bytes done of the texts'.
     void add_texts(const std::vector<std::string_view>& texts, const Progress& progress = Progress());
+    // Each text of the batch separately, as add_texts; faster for many short
+    // texts (every chunk key made with two fixed loads).  `texts` is left as
+    // it was (its buffer is padded during the call).
+    void add_texts(TextBatch& texts);
     // One file, read in windows (never whole; window_bytes 0: the default
     // for the thread count); throws FileError naming it.  Reports stage
     // "count": bytes read of the file's size.
@@ -170,7 +194,9 @@ class ChunkCounter {
     std::vector<ChunkCounts>& shards() { return shards_; }
 
    private:
-    void add_batch(const ChunkBatch& batch);
+    // readable_end: chunks whose data lies in [readable_begin, readable_end)
+    // may be read up to readable_end (else only to the end of their run).
+    void add_batch(const ChunkBatch& batch, const char* readable_begin = nullptr, const char* readable_end = nullptr);
     size_t shard_of(uint64_t hash) const { return static_cast<size_t>(((hash >> 32) * shards_.size()) >> 32); }
 
     Pattern pattern_;

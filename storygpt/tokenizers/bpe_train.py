@@ -158,7 +158,7 @@ def train_bpe(
     if isinstance(source, os.PathLike):
         raise TypeError(f"source: pass a list of paths, not one path ({os.fspath(source)!r})")
     if isinstance(source, (str, bytes, bytearray)):
-        data = clean_text(source).encode("utf-8") if isinstance(source, str) else bytes(source)
+        data = _utf8(source) if isinstance(source, str) else bytes(source)
         pairs = _learn_text(data, args, progress)
     elif isinstance(source, Mapping):
         pairs = _learn_counts(source, args, progress)
@@ -224,29 +224,16 @@ def _cpp_kwargs(args: TrainArgs, work_bytes: int) -> dict:
 
 
 def _learn_texts(texts: Iterable, args: TrainArgs, progress: Progress | None) -> list:
-    """Texts counted a batch of about :data:`ITERATOR_BATCH_BYTES` at a time, then dropped."""
+    """Texts counted a batch of about :data:`ITERATOR_BATCH_BYTES` at a time, then dropped.
+
+    The C++ counter takes the items itself (str read as UTF-8 without a copy in Python)
+    and counts each batch with the GIL released.
+    """
     if args.backend == "reference":
         return _reference_train(list(_text_items(texts)), args)
-    counter = None
-    batch: list[bytes] = []
-    batch_bytes = done = 0
-    for item in _text_items(texts):
-        batch.append(item)
-        batch_bytes += len(item)
-        if batch_bytes >= ITERATOR_BATCH_BYTES:
-            if counter is None:  # threads chosen from the first batch: small work, one thread
-                counter = load_cpp().ChunkCounter(args.pattern, args.special_bytes, args.threads(4 * batch_bytes))
-            counter.add_texts(batch)
-            done += batch_bytes
-            batch, batch_bytes = [], 0
-            if progress is not None:
-                progress("count", done, 0)
-    if counter is None:
-        counter = load_cpp().ChunkCounter(args.pattern, args.special_bytes, args.threads(batch_bytes))
-    if batch:
-        counter.add_texts(batch)
-    if progress is not None:
-        progress("count", done + batch_bytes, 0)
+    # threads as for a few batches of work (small work: one thread), unless num_threads is given
+    counter = load_cpp().ChunkCounter(args.pattern, args.special_bytes, args.threads(4 * ITERATOR_BATCH_BYTES))
+    counter.add_texts(texts, batch_bytes=ITERATOR_BATCH_BYTES, progress=progress, label="train_bpe texts")
     return _learn_merges(counter, args, progress)
 
 
@@ -277,7 +264,7 @@ def _checked_counts(counts: Mapping) -> dict[bytes, int]:
     merged: dict[bytes, int] = {}
     for chunk, count in counts.items():
         if isinstance(chunk, str):
-            key = clean_text(chunk).encode("utf-8")
+            key = _utf8(chunk)
         elif isinstance(chunk, (bytes, bytearray)):
             key = bytes(chunk)
         else:
@@ -299,11 +286,19 @@ def _checked_counts(counts: Mapping) -> dict[bytes, int]:
     return merged
 
 
+def _utf8(text: str) -> bytes:
+    """``clean_text(text).encode("utf-8")``, encoding only once when there is no lone surrogate."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return clean_text(text).encode("utf-8")
+
+
 def _text_items(texts: Iterable) -> Iterable[bytes]:
     """Each item as UTF-8 bytes; TypeError naming the index and type of a non-text item."""
     for i, item in enumerate(texts):
         if isinstance(item, str):
-            yield clean_text(item).encode("utf-8")
+            yield _utf8(item)
         elif isinstance(item, (bytes, bytearray, memoryview)):
             yield bytes(item)
         else:
