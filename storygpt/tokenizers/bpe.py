@@ -141,6 +141,7 @@ class BPETokenizer(BPEBuilders, Tokenizer):
             if i < 0 or i in self._vocab or i in self._special.values():
                 raise ValueError(f"special token {s!r} has id {i}, which is negative or already used")
             self._special[s] = i
+        self._pad = self._special.get("<pad>")
 
         if merge_rule == "merges":
             if merges is None:
@@ -188,26 +189,6 @@ class BPETokenizer(BPEBuilders, Tokenizer):
             self._encoder = bpe_reference.Encoder(enc_merges, byte_ids, pattern, enc_ranks)
 
     # ------------------------------------------------------------- properties
-    @property
-    def vocab_size(self) -> int:
-        return self._vocab_size
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._special)
-
-    @property
-    def pad_id(self) -> int | None:
-        return self._special.get("<pad>")
-
-    @property
-    def eot_id(self) -> int | None:
-        return self._special.get(EOT)
-
-    @property
-    def unk_id(self) -> None:
-        return None
-
     @property
     def vocab(self) -> dict[int, bytes]:
         """id -> bytes of every token that is not special (a copy)."""
