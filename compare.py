@@ -28,7 +28,7 @@ from pathlib import Path
 from storygpt import probe, provenance, toolrun
 from storygpt.analysis import MIN_EVALS
 from storygpt.atomic import write_text
-from storygpt.cli import ToolParser, check_ranges, show
+from storygpt.cli import ToolParser, check_ranges
 from storygpt.comparison import (
     BUDGETS,
     DEFAULT_BITS_CHARS,
@@ -49,10 +49,10 @@ from storygpt.comparison import (
     eval_interval_for,
     finished,
     measured,
-    model_words,
     number,
     parse_specs,
     read_json_or_none,
+    report_meta,
     shape_flags,
     shape_of,
     stale_token_files,
@@ -532,9 +532,10 @@ def main(argv: list[str] | None = None) -> int:
             print(status_line(i, len(runs), run, ", ".join(did), time.perf_counter() - t0), flush=True)
 
         results, curves = collect(runs)
-        meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values)
+        meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE)
         meta.notes += [n.removeprefix("warning: ") for n in notes]
-        from storygpt.report import markdown_table, write_report
+        from storygpt.report import write_report
+        from storygpt.report_tables import markdown_table
 
         try:
             write_report(report_dir, results, meta, curves)
@@ -590,64 +591,9 @@ def rerun(report: str, argv: list[str]) -> int:
 
 
 def duration_since(t0: float) -> str:
-    from storygpt.report import duration
+    from storygpt.report_tables import duration
 
     return duration(time.perf_counter() - t0)
-
-
-def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values):
-    from storygpt.report import ReportMeta
-
-    bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
-    n = bits.get("characters", results[0].heldout_chars)
-    text_path = Path(bits.get("text", data_dir / "valid.txt"))
-    source = show(text_path)  # relative to the working directory when below it
-    blocks = f"; the bootstrap's blocks: {args.block_chars:,} characters"
-    if settings.bits_chars == 0 or n < settings.bits_chars:
-        heldout = f"all {n:,} characters of {source}, the same for every tokenizer{blocks}"
-    else:
-        heldout = f"the first {n:,} characters of {source}, the same for every tokenizer{blocks}"
-    key = BUDGETS[budget_key_of(results)]
-    unit = key[2]
-    budget = f"{', '.join(number(v) for v in budget_values)} {unit}" + (
-        " (equal compute)" if unit == "training FLOPs" else ""
-    )
-    threads = sorted({r.threads for r in results if r.threads is not None})
-    procs = sorted({r.processes for r in results if r.processes is not None}) or [1]
-    dtypes = sorted({r.dtype for r in results if r.dtype})
-    devices = sorted({r.device for r in results if r.device})
-    hardware = (
-        f"{'/'.join(map(str, threads)) or '?'} thread{'s' if threads != [1] else ''} x "
-        f"{'/'.join(map(str, procs))} process{'es' if procs != [1] else ''} per run"
-        + (f", {', '.join(devices)}" if devices else "")
-        + (f", {', '.join(dtypes)}" if dtypes else "")
-    )
-    env = provenance.environment(HERE)
-    env["heldout_sha256"] = provenance.sha256_of(text_path) if text_path.is_file() else None
-    return ReportMeta(
-        name=report,
-        corpus=corpus,
-        data_dir=str(data_dir),
-        model=model_words(args, shape),
-        budget=budget,
-        heldout=heldout,
-        command=shlex.join(["python", PROG, *argv]),
-        notes=[],
-        seeds=seeds,
-        budgets=budget_values,
-        hardware=hardware,
-        argv=argv,
-        provenance=env,
-    )
-
-
-def budget_key_of(results) -> str:
-    """The budget kind of the report's runs (their label's prefix)."""
-    label = results[0].budget or "flops"
-    for key, short in (("budget_flops", "flops"), ("budget_chars", "chars"), ("budget_tokens", "tokens")):
-        if label.startswith(short):
-            return key
-    return "minutes"
 
 
 if __name__ == "__main__":

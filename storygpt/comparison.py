@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from storygpt.report import ReportError, duration, human, number, result_from_files, sci
+from storygpt import provenance
+from storygpt.cli import show
+from storygpt.report import ReportError, ReportMeta, result_from_files
+from storygpt.report_tables import duration, human, number, sci
 
 #: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
@@ -437,3 +441,58 @@ def collect(runs: list[Run]):
             "characters): their bits per character cannot be compared"
         )
     return results, curves
+
+
+def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, root: Path):
+    """The :class:`~storygpt.report.ReportMeta` of a comparison: its settings, held-out text, budget, hardware
+    and provenance (``root``: the repository, for its commit), from compare.py's arguments and the results."""
+    bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
+    n = bits.get("characters", results[0].heldout_chars)
+    text_path = Path(bits.get("text", data_dir / "valid.txt"))
+    source = show(text_path)  # relative to the working directory when below it
+    blocks = f"; the bootstrap's blocks: {args.block_chars:,} characters"
+    if settings.bits_chars == 0 or n < settings.bits_chars:
+        heldout = f"all {n:,} characters of {source}, the same for every tokenizer{blocks}"
+    else:
+        heldout = f"the first {n:,} characters of {source}, the same for every tokenizer{blocks}"
+    key = BUDGETS[budget_key_of(results)]
+    unit = key[2]
+    budget = f"{', '.join(number(v) for v in budget_values)} {unit}" + (
+        " (equal compute)" if unit == "training FLOPs" else ""
+    )
+    threads = sorted({r.threads for r in results if r.threads is not None})
+    procs = sorted({r.processes for r in results if r.processes is not None}) or [1]
+    dtypes = sorted({r.dtype for r in results if r.dtype})
+    devices = sorted({r.device for r in results if r.device})
+    hardware = (
+        f"{'/'.join(map(str, threads)) or '?'} thread{'s' if threads != [1] else ''} x "
+        f"{'/'.join(map(str, procs))} process{'es' if procs != [1] else ''} per run"
+        + (f", {', '.join(devices)}" if devices else "")
+        + (f", {', '.join(dtypes)}" if dtypes else "")
+    )
+    env = provenance.environment(root)
+    env["heldout_sha256"] = provenance.sha256_file(text_path) if text_path.is_file() else None
+    return ReportMeta(
+        name=report,
+        corpus=corpus,
+        data_dir=str(data_dir),
+        model=model_words(args, shape),
+        budget=budget,
+        heldout=heldout,
+        command=shlex.join(["python", "compare.py", *argv]),
+        notes=[],
+        seeds=seeds,
+        budgets=budget_values,
+        hardware=hardware,
+        argv=argv,
+        provenance=env,
+    )
+
+
+def budget_key_of(results) -> str:
+    """The budget kind of the report's runs (their label's prefix)."""
+    label = results[0].budget or "flops"
+    for key, short in (("budget_flops", "flops"), ("budget_chars", "chars"), ("budget_tokens", "tokens")):
+        if label.startswith(short):
+            return key
+    return "minutes"

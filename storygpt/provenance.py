@@ -8,6 +8,7 @@ trained on; :func:`children_cpu` measures the CPU time of the tools it ran.  Not
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import resource
 import subprocess
@@ -50,8 +51,8 @@ def environment(repo: Path) -> dict:
     }
 
 
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of a file's bytes."""
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -71,7 +72,7 @@ def token_fingerprints(paths: list[Path]) -> dict:
                 h = read_header(p)
                 out[p.name] = f"tokenizer {h['fingerprint']}, {h['count']} ids, crc32 {h['checksum']}"
             else:
-                out[p.name] = "sha256 " + sha256_of(p)
+                out[p.name] = "sha256 " + sha256_file(p)
         except (OSError, ValueError, KeyError):
             out[p.name] = None
     return out

@@ -48,6 +48,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from storygpt.atomic import atomic_write, file_mode  # noqa: F401  (file_mode: re-exported)
+from storygpt.provenance import sha256_file
 from storygpt.tokenizers.base import EOT
 
 SEPARATOR = "\n" + EOT + "\n"
@@ -243,15 +244,6 @@ def split_single(doc: str, valid_fraction: float) -> tuple[list[str], list[str]]
 
 
 # ---------------------------------------------------------------- checksums
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def verify_sha256(path: str | os.PathLike, expected: str) -> None:

@@ -35,23 +35,9 @@ WORD_PATTERN = "|".join(
 )
 
 
-def _added(tok) -> list[dict]:
-    return [
-        {
-            "id": i,
-            "content": s,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
-        for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
-    ]
-
-
 def word_level_dict(tok) -> dict:
     """The ``tokenizer.json`` content of a :class:`~storygpt.tokenizers.WordTokenizer` (see the module docstring)."""
+    from storygpt.tokenizers.interop_hf import hf_added_tokens
     from storygpt.tokenizers.word import SPLIT_NAME
 
     split = tok.to_dict().get("split", SPLIT_NAME)
@@ -61,7 +47,7 @@ def word_level_dict(tok) -> dict:
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": _added(tok),
+        "added_tokens": hf_added_tokens(tok),
         "normalizer": None,
         "pre_tokenizer": {
             "type": "Split",

@@ -1,5 +1,6 @@
-"""The GPT model: :class:`GPTConfig` and :class:`GPT` (see gpt.py)."""
+"""The GPT model: :class:`GPTConfig` (config.py) and :class:`GPT` (gpt.py)."""
 
-from .gpt import GPT, POSITIONS, GPTConfig, apply_rotary, rotary_cos_sin
+from .config import POSITIONS, GPTConfig
+from .gpt import GPT, apply_rotary, rotary_cos_sin
 
 __all__ = ["GPT", "GPTConfig", "POSITIONS", "apply_rotary", "rotary_cos_sin"]

@@ -21,10 +21,11 @@ format) -> ``bpe_reference``, ``bpe``, ``superbpe``, ``word``, ``hf`` (the vocab
 """
 
 from .base import EOT, Tokenizer
-from .bpe import BPETokenizer, ByteTokenizer, gpt2_bytes_to_unicode
+from .bpe import BPETokenizer, ByteTokenizer
 from .bpe_train import train_bpe
 from .hf import HFTokenizer
-from .interop import InteropError, merges_from_ranks
+from .interop_base import InteropError, merges_from_ranks
+from .interop_gpt2 import gpt2_bytes_to_unicode
 from .io import FORMAT_VERSION, TokenizerFileError
 from .registry import BuildOptions, SpecError, from_dict, load, register_kind
 from .spec import TokenizerSpec, build_tokenizer, parse_spec

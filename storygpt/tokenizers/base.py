@@ -135,12 +135,49 @@ def check_texts(texts) -> None:
         raise TypeError(f"texts must be a list of str, got a single {type(texts).__name__} (wrap it in a list)")
 
 
+def encode_split(texts, specials: dict[str, int], allowed_special, disallowed_special, encode_plain) -> list[list[int]]:
+    """Encode a batch with tiktoken's special-token rules around another library's batch encoder.
+
+    Each text is cleaned (:func:`clean_text`), checked for disallowed special tokens and cut at the
+    allowed ones (:func:`split_special`); ``encode_plain(list of str) -> list of id lists`` encodes
+    all the plain pieces in one call; each text's ids are its parts joined again.
+
+    Raises:
+        TypeError: ``texts`` is a single str, or an item is not a str.
+        ValueError: a disallowed special token in a text (named).
+    """
+    check_texts(texts)
+    allowed, disallowed = resolve_special(allowed_special, disallowed_special, specials)
+    split = []
+    for t in texts:
+        t = clean_text(t)  # lone surrogates -> U+FFFD; TypeError for non-str
+        check_no_special(t, disallowed)
+        split.append(split_special(t, allowed, specials))
+    plain = [p for parts in split for p in parts if isinstance(p, str)]
+    encoded = iter(encode_plain(plain) if plain else [])
+    return [[i for p in parts for i in ([p] if isinstance(p, int) else next(encoded))] for parts in split]
+
+
+def check_ids(ids, vocab_size: int) -> list[int]:
+    """``ids`` (a sequence or 1-D array) as a list of int, each in ``range(vocab_size)``.
+
+    Raises:
+        ValueError: an id that is not an integer, or the first unknown id (named).
+    """
+    ids = [as_int(i, "token id", ValueError) for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)]
+    bad = [i for i in ids if not 0 <= i < vocab_size]
+    if bad:
+        raise ValueError(f"unknown token id {bad[0]} (vocab_size {vocab_size})")
+    return ids
+
+
 class Tokenizer(ABC):
     """Abstract tokenizer: text <-> lists of integer token ids.
 
     Subclasses set :attr:`kind` and implement :meth:`encode`, :meth:`decode`,
-    :meth:`id_to_token`, :attr:`vocab_size`, the special-token ids,
-    :meth:`encode_iterable`, :meth:`to_dict` and :meth:`from_dict`.
+    :meth:`id_to_token`, :meth:`encode_iterable`, :meth:`to_dict` and :meth:`from_dict`;
+    their constructor sets ``_vocab_size``, ``_special`` (str -> id) and, when there are
+    such tokens, ``_pad`` and ``_unk`` (what the vocabulary properties return).
     """
 
     #: ``"bpe"``, ``"word"``, ``"byte"``, ``"hf"`` or a registered kind; also the ``"kind"`` key of the file.
@@ -247,33 +284,39 @@ class Tokenizer(ABC):
         """A printable form of one token (for display; not always invertible)."""
 
     # --------------------------------------------------------------- vocabulary
+    # What the properties below read; each kind sets them in its constructor (or overrides the properties).
+    _vocab_size: int
+    _special: dict[str, int]
+    _pad: int | None = None
+    _unk: int | None = None
+
     @property
-    @abstractmethod
     def vocab_size(self) -> int:
         """Number of ids: every id is in ``range(vocab_size)`` (the embedding size)."""
+        return self._vocab_size
 
     def __len__(self) -> int:
         return self.vocab_size
 
     @property
-    @abstractmethod
     def pad_id(self) -> int | None:
         """Id of the padding token (``<pad>``), or None when there is none."""
+        return self._pad
 
     @property
-    @abstractmethod
     def eot_id(self) -> int:
         """Id of ``<|endoftext|>`` (the document separator)."""
+        return self._special.get(EOT)
 
     @property
-    @abstractmethod
     def unk_id(self) -> int | None:
         """Id of the unknown token, or None when every text is representable (BPE)."""
+        return self._unk
 
     @property
-    @abstractmethod
     def special_tokens(self) -> dict[str, int]:
-        """The special tokens: string -> id."""
+        """The special tokens: string -> id (a copy)."""
+        return dict(self._special)
 
     # ------------------------------------------------------------------ storage
     @abstractmethod

@@ -14,20 +14,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from . import io as _io
-from .base import (
-    EOT,
-    Tokenizer,
-    as_int,
-    check_no_special,
-    check_texts,
-    clean_text,
-    require,
-    resolve_special,
-    split_special,
-)
+from .base import EOT, Tokenizer, as_int, check_ids, encode_split, require
 
 #: Names tried, in order, for the padding token.
 PAD_NAMES = ("<pad>", "[PAD]", "<|pad|>")
@@ -168,27 +156,6 @@ class HFTokenizer(Tokenizer):
         """``hf:PATH`` (see :func:`storygpt.tokenizers.registry.register_kind`)."""
         return cls.from_file(arg)
 
-    # ------------------------------------------------------------------ properties
-    @property
-    def vocab_size(self) -> int:
-        return self._vocab_size
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._special)
-
-    @property
-    def pad_id(self) -> int | None:
-        return self._pad
-
-    @property
-    def eot_id(self) -> int:
-        return self._special[EOT]
-
-    @property
-    def unk_id(self) -> int | None:
-        return self._unk
-
     @property
     def model_type(self) -> str:
         """The tokenizer.json model type (``"BPE"``, ``"WordPiece"``, ``"Unigram"``, ...)."""
@@ -215,28 +182,14 @@ class HFTokenizer(Tokenizer):
             ValueError: a disallowed special token in a text (named); the library fails
                 to encode (its message, with the tokenizer's source named).
         """
-        check_texts(texts)
-        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
-        split = []
-        for t in texts:
-            t = clean_text(t)  # lone surrogates -> U+FFFD; TypeError for non-str
-            check_no_special(t, disallowed)
-            split.append(split_special(t, allowed, self._special))
-        plain = [p for parts in split for p in parts if isinstance(p, str)]
-        try:
-            encoded = iter([e.ids for e in self._hf.encode_batch(plain, add_special_tokens=False)] if plain else [])
-        except Exception as e:  # the library raises plain Exception
-            raise ValueError(f"{self._source}: the tokenizers library cannot encode the text: {e}") from None
-        out = []
-        for parts in split:
-            ids: list[int] = []
-            for p in parts:
-                if isinstance(p, int):
-                    ids.append(p)
-                else:
-                    ids.extend(next(encoded))
-            out.append(ids)
-        return out
+
+        def plain_ids(plain: list[str]) -> list[list[int]]:
+            try:
+                return [e.ids for e in self._hf.encode_batch(plain, add_special_tokens=False)]
+            except Exception as e:  # the library raises plain Exception
+                raise ValueError(f"{self._source}: the tokenizers library cannot encode the text: {e}") from None
+
+        return encode_split(texts, self._special, allowed_special, disallowed_special, plain_ids)
 
     def _safe_cut_for(self, specials):
         """Never cut: normalizers and pre-tokenizers of a tokenizer.json may look at the
@@ -250,11 +203,7 @@ class HFTokenizer(Tokenizer):
         Raises:
             ValueError: an unknown id (named).
         """
-        ids = [as_int(i, "token id", ValueError) for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)]
-        bad = [i for i in ids if not 0 <= i < self._vocab_size]
-        if bad:
-            raise ValueError(f"unknown token id {bad[0]} (vocab_size {self._vocab_size})")
-        return self._hf.decode(ids, skip_special_tokens=False)
+        return self._hf.decode(check_ids(ids, self._vocab_size), skip_special_tokens=False)
 
     # --------------------------------------------------------------------- storage
     def to_dict(self) -> dict:

@@ -24,20 +24,8 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from . import io as _io
-from .base import (
-    EOT,
-    Tokenizer,
-    as_int,
-    check_no_special,
-    check_texts,
-    clean_text,
-    require,
-    resolve_special,
-    split_special,
-)
+from .base import EOT, Tokenizer, as_int, check_ids, encode_split, require
 
 #: ``sentencepiece``'s reservoir sample of documents, above which training samples this many
 #: (seeded, so the sample is the same every run); below it every document is used.
@@ -127,27 +115,6 @@ class SentencePieceTokenizer(Tokenizer):
         """``sp:PATH`` (see :func:`storygpt.tokenizers.registry.register_kind`)."""
         return cls.from_file(arg)
 
-    # ------------------------------------------------------------------ properties
-    @property
-    def vocab_size(self) -> int:
-        return self._vocab_size
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._special)
-
-    @property
-    def pad_id(self) -> int | None:
-        return self._pad
-
-    @property
-    def eot_id(self) -> int:
-        return self._special[EOT]
-
-    @property
-    def unk_id(self) -> int | None:
-        return self._unk
-
     def id_to_token(self, token_id: int) -> str:
         t = as_int(token_id, "token id", ValueError)
         if t in self._extra:
@@ -185,22 +152,9 @@ class SentencePieceTokenizer(Tokenizer):
         Raises:
             ValueError: a disallowed special token in a text (named).
         """
-        check_texts(texts)
-        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
-        split = []
-        for t in texts:
-            t = clean_text(t)
-            check_no_special(t, disallowed)
-            split.append(split_special(t, allowed, self._special))
-        plain = [p for parts in split for p in parts if isinstance(p, str)]
-        encoded = iter(self._sp.encode(plain, num_threads=max(num_threads, 0) or -1) if plain else [])
-        out = []
-        for parts in split:
-            ids: list[int] = []
-            for p in parts:
-                ids.extend([p] if isinstance(p, int) else next(encoded))
-            out.append(ids)
-        return out
+        threads = max(num_threads, 0) or -1
+        encode = lambda plain: self._sp.encode(plain, num_threads=threads)
+        return encode_split(texts, self._special, allowed_special, disallowed_special, encode)
 
     def _safe_cut_for(self, specials):
         """Never cut: the dummy-prefix rule looks at the start of the text."""
@@ -213,10 +167,7 @@ class SentencePieceTokenizer(Tokenizer):
         Raises:
             ValueError: an unknown id (named).
         """
-        ids = [as_int(i, "token id", ValueError) for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)]
-        bad = [i for i in ids if not 0 <= i < self._vocab_size]
-        if bad:
-            raise ValueError(f"unknown token id {bad[0]} (vocab_size {self._vocab_size})")
+        ids = check_ids(ids, self._vocab_size)
         by_id = {i: s for s, i in self._special.items()}
         out, run = [], []
         for i in ids:

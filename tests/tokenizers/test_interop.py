@@ -136,11 +136,11 @@ def test_tiktoken_vocabularies_every_document_and_hf_export(name, tmp_path):
 def test_merges_from_ranks_gives_gpt2_vocab_bpe():
     """The merges recovered from GPT-2's ranks are the lines of GPT-2's own vocab.bpe, in order."""
     tiktoken = pytest.importorskip("tiktoken", reason="tiktoken not installed")
-    from storygpt.tokenizers.interop import _unicode_to_bytes
+    from storygpt.tokenizers.interop_gpt2 import unicode_to_bytes
 
     ranks = tiktoken.get_encoding("gpt2")._mergeable_ranks
     lines = (CACHE / "6d1cbeee0f20b3d9449abfede4726ed8212e3aee").read_text(encoding="utf-8").splitlines()[1:]
-    want = [tuple(_unicode_to_bytes(x, "vocab.bpe") for x in line.split(" ")) for line in lines if line]
+    want = [tuple(unicode_to_bytes(x, "vocab.bpe") for x in line.split(" ")) for line in lines if line]
     assert merges_from_ranks(ranks) == want
     with pytest.raises(ValueError, match=r"token b'abc' \(rank 256\) cannot be built"):
         merges_from_ranks({**{bytes([b]): b for b in range(256)}, b"abc": 256})

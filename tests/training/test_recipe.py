@@ -11,7 +11,7 @@ import signal
 
 import pytest
 import torch
-from test_pretrain import make_corpus
+from pretrain_runs import make_corpus
 
 import pretrain
 from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_digest

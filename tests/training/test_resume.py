@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import BPE300, REPO, TINY_MODEL, one_error_line, run_tool, tiny_argv
-from test_pretrain import TINY_FLAGS, assert_error, make_corpus, refused, trained
+from pretrain_runs import TINY_FLAGS, assert_error, make_corpus, refused, trained
 
 from storygpt.checkpoint import read_checkpoint
 
@@ -50,7 +50,7 @@ def train_process(corpus, run_dir, *extra, hook=None, fault=None):
 
 
 def train(corpus, run_dir, *extra) -> dict:
-    """:func:`train_process`, which must succeed: the run's summary.json (test_pretrain.trained)."""
+    """:func:`train_process`, which must succeed: the run's summary.json (pretrain_runs.trained)."""
     return trained("--data", corpus, "--run-dir", run_dir, *FLAGS, *extra)
 
 

@@ -1,0 +1,89 @@
+"""The tables of the comparison report: number formats and the Markdown table of every run.
+
+:data:`TABLE` names each column of ``report.md``'s "Every run" table and how a
+:class:`~storygpt.report.RunResult` fills it; :func:`human`, :func:`sci`, :func:`duration`
+and :func:`number` are the report's (and ``compare.py``'s) ways of writing numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+
+def human(n: float | None, digits: int = 3) -> str:
+    """``1234567 -> '1.23M'`` (k, M, G, T); None and nan -> ``'-'``."""
+    if n is None or (isinstance(n, float) and not math.isfinite(n)):
+        return "-"
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.{digits}g}{unit}"
+    return f"{n:.{digits}g}"
+
+
+def sci(x: float | None) -> str:
+    """``6e12 -> '6.00e12'``; None -> ``'-'``."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    mant, exp = f"{x:.2e}".split("e")
+    return f"{mant}e{int(exp)}"
+
+
+def duration(seconds: float | None) -> str:
+    """``192.4 -> '3m12s'``, ``42.0 -> '42s'``, ``3725 -> '1h02m'``; None -> ``'-'``."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def number(value: float) -> str:
+    """``6e12 -> '6e12'``, ``2e9 -> '2e9'``, ``2.5e6 -> '2.5e6'``, ``300 -> '300'`` (3 significant digits)."""
+    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{value:.3g}")
+
+
+def _params(r) -> str:
+    if r.params_embedding is None or r.params_non_embedding is None:
+        return human(r.params)
+    return f"{human(r.params_embedding)} + {human(r.params_non_embedding)}"
+
+
+#: The Markdown table of every run: header -> cell of a row.
+TABLE = (
+    ("tokenizer", lambda r: f"`{r.spec}`"),
+    ("budget", lambda r: r.budget or "-"),
+    ("seed", lambda r: "-" if r.seed is None else str(r.seed)),
+    ("vocab", lambda r: f"{r.vocab_size:,}"),
+    ("params (embedding + rest)", _params),
+    ("held-out chars/token", lambda r: f"{r.chars_per_token:.3f}"),
+    ("steps", lambda r: f"{r.steps:,}"),
+    ("evals", lambda r: str(r.evals)),
+    ("tokens seen", lambda r: human(r.tokens)),
+    ("chars seen", lambda r: human(r.chars)),
+    ("FLOPs", lambda r: sci(r.flops)),
+    ("wall time", lambda r: duration(r.elapsed)),
+    ("stopped by", lambda r: r.stop_reason or "-"),
+    ("held-out bits/char", lambda r: f"{r.bits_per_char:.4f}"),
+    ("unk", lambda r: f"{r.unk_share:.2%}"),
+    ("round trip", lambda r: f"{r.round_trip_share:.2f}"),
+    ("status", lambda r: status_of(r)),
+)
+
+
+def status_of(r) -> str:
+    """``ok``, ``under-trained``, ``lossy`` or both (what keeps a run from being named best)."""
+    flags = [f for f, on in (("under-trained", r.under_trained), ("lossy", r.lossy)) if on]
+    return ", ".join(flags) or "ok"
+
+
+def markdown_table(results: Sequence) -> str:
+    """The results (:class:`~storygpt.report.RunResult`) as a GitHub Markdown table, one row per run in the given order."""
+    head = "| " + " | ".join(h for h, _ in TABLE) + " |"
+    rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(TABLE))) + "|"
+    body = ["| " + " | ".join(cell(r) for _, cell in TABLE) + " |" for r in results]
+    return "\n".join([head, rule, *body])
