@@ -535,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE)
         meta.notes += [n.removeprefix("warning: ") for n in notes]
         from storygpt.report import write_report
+        from storygpt.report_markdown import verdict_sections
         from storygpt.report_tables import markdown_table
 
         try:
@@ -552,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print()
     print(markdown_table(results))
+    print()
+    print("\n".join(verdict_sections(results, several_seeds=len(meta.seeds) > 1)).rstrip())
     print(f"\nwrote {report_dir}/report.md, results.csv, results.json and plots ({duration_since(t_start)})")
     return 0
 

@@ -173,6 +173,21 @@ def budgets_of(gs) -> list:
     return sorted({g.budget for g in gs}, key=lambda b: (b is None, b or 0))
 
 
+def verdict_sections(results: Sequence, several_seeds: bool) -> list[str]:
+    """Markdown lines of the verdict per budget (a "## Budget B" heading each when there are several, else
+    "## Result"): what report.md puts first and compare.py prints when it ends."""
+    from storygpt import analysis
+
+    gs = analysis.groups(results)
+    budgets = budgets_of(gs)
+    lines = []
+    for b in budgets:
+        bg = [g for g in gs if g.budget == b]
+        lines += [f"## Budget {number(b)}" if len(budgets) > 1 else "## Result", ""]
+        lines += summary_section(bg, analysis.verdict(bg), several_seeds) + [""]
+    return lines
+
+
 def render_markdown(results: Sequence, meta) -> str:
     """``report.md`` of ``results`` (:class:`~storygpt.report.RunResult`) and ``meta``
     (:class:`~storygpt.report.ReportMeta`): the settings, the verdict per budget, the sweep, the tokenizers'
@@ -198,14 +213,7 @@ def render_markdown(results: Sequence, meta) -> str:
         lines.append(f"- training wall time, all runs: {duration(sum(r.elapsed for r in results))}")
     lines.append("")
     budgets = budgets_of(gs)
-    several = len(meta.seeds) > 1
-    for b in budgets:
-        bg = [g for g in gs if g.budget == b]
-        if len(budgets) > 1:
-            lines += [f"## Budget {number(b)}", ""]
-        else:
-            lines += ["## Result", ""]
-        lines += summary_section(bg, analysis.verdict(bg), several) + [""]
+    lines += verdict_sections(results, several_seeds=len(meta.seeds) > 1)
     sw = analysis.sweep(gs)
     if sw is not None:
         lines += sweep_section(sw)
