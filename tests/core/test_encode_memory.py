@@ -17,7 +17,10 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from storygpt.tokenizers import EOT, WordTokenizer
 from storygpt.tokenizers.bpe_train import train_bpe
 
 _CHILD = r"""
@@ -89,3 +92,95 @@ def test_encode_iterable_within_address_space_plus_1mb(tmp_path):
     n, got, grew_kib = (int(x) for x in r.stdout.split())
     assert (n, got) == (len(ids), checksum)
     assert grew_kib <= 1024
+
+
+_TOKS: dict = {}
+
+
+def _small(pattern: str):
+    """A small C++ BPE tokenizer with special tokens (one of which holds a new line)."""
+    if pattern not in _TOKS:
+        text = "It's  the end.\n\n  Of the\tworld's 1234567 ends!!\r\n" * 20 + "Конец света.\n" * 10
+        _TOKS[pattern] = train_bpe(text, 256 + 40 + 3, pattern=pattern, special_tokens=(EOT, "<|e|>\n<|f|>", "<|x"))
+    return _TOKS[pattern]
+
+
+def _calls(tok, monkeypatch) -> list[str]:
+    """The texts of every ``encode`` call of ``tok`` from now on."""
+    seen, encode = [], tok.encode
+    monkeypatch.setattr(tok, "encode", lambda text, *a, **k: seen.append(text) or encode(text, *a, **k))
+    return seen
+
+
+def test_buffer_encoded_in_pieces_of_at_most_piece_chars(monkeypatch):
+    tok = _small("gpt2")
+    words = ["It's", "the", "end", "world's", "1234567", "Конец", "света", "!!", "\n", EOT, "<|e|>\n<|f|>"]
+    rng = random.Random(3)
+    lines = [" ".join(rng.choice(words) for _ in range(12)) + ".\n" for _ in range(400)]
+    text = "".join(lines)
+    want = tok.encode(text, "all")
+    monkeypatch.setattr(tok, "_piece_chars", 64)
+    calls = _calls(tok, monkeypatch)
+    assert list(tok.encode_iterable(lines, "all", buffer_chars=1000)) == want
+    assert "".join(calls) == text
+    assert len(calls) > len(text) // 64
+    assert max(len(c) for c in calls) <= 64
+
+
+def test_piece_without_safe_cut_is_widened_then_whole(monkeypatch):
+    """No safe cut within 16 characters: the window doubles (32, 64, 128); past 8 times
+    the piece size the rest of the buffer is one call."""
+    tok = _small("gpt2")
+    text = "ab " + "!" * 40 + " cd " + "?" * 300 + " ef gh ij\n"
+    want = tok.encode(text)
+    monkeypatch.setattr(tok, "_piece_chars", 16)
+    calls = _calls(tok, monkeypatch)
+    assert list(tok.encode_iterable([text], buffer_chars=1 << 16)) == want
+    assert calls == [text[:2], text[2:46], text[46:]]
+
+
+_ALPHABET = [
+    "a",
+    "B",
+    "1",
+    "'s",
+    ".",
+    "!",
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\t",
+    "é",
+    "中",
+    "\u00a0",
+    EOT,
+    "<|e|>\n<|f|>",
+    "<|x",
+    "\ud83d",
+    "\ude00",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(_ALPHABET), max_size=80),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    buffer=st.integers(1, 200),
+    piece_chars=st.integers(1, 12),
+    pattern=st.sampled_from(["simple", "gpt2", "gpt4"]),
+)
+def test_pieces_give_the_ids_of_the_whole(pieces, cuts, buffer, piece_chars, pattern):
+    tok = _small(pattern)
+    word = WordTokenizer.train(["a B 1 's . ! é 中 <|x"], vocab_size=12)
+    text = "".join(pieces)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    lines = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    for t in (tok, word):
+        t._piece_chars = piece_chars
+        try:
+            for allowed in ["all", set()]:
+                want = t.encode(text, allowed_special=allowed, disallowed_special=())
+                assert list(t.encode_iterable(lines, allowed, buffer, disallowed_special=())) == want
+        finally:
+            del t._piece_chars
