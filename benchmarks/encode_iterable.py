@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from storygpt.tokenizers import Tokenizer  # noqa: E402
+from storygpt.tokenizers import BPETokenizer, Tokenizer  # noqa: E402
 from storygpt.tokenizers.interop import from_gpt2_files  # noqa: E402
 
 WHOLE = 1 << 62  # a piece size no buffer reaches: one encode call per buffer
@@ -42,9 +42,9 @@ def gpt2():
     )
 
 
-def one_pass(path: str, buffer_chars: int, piece_chars: int) -> tuple[float, np.ndarray]:
-    """CPU seconds of streaming ``path`` with a fresh tokenizer, and the ids."""
-    tok = gpt2()
+def one_pass(vocab: dict, path: str, buffer_chars: int, piece_chars: int) -> tuple[float, np.ndarray]:
+    """CPU seconds of streaming ``path`` with a fresh tokenizer made from ``vocab``, and the ids."""
+    tok = BPETokenizer.from_dict(vocab)
     tok._piece_chars = piece_chars
     with open(path, encoding="utf-8") as f:
         t0 = time.process_time()
@@ -60,14 +60,16 @@ def main(argv=None) -> int:
     p.add_argument("--buffer-chars", type=int, nargs="+", default=[1 << 16, 1 << 20])
     p.add_argument("--repeats", type=int, default=3, help="passes of each mode (default 3)")
     args = p.parse_args(argv)
+    tok = gpt2()
+    vocab = tok.to_dict()
     with open(args.file, encoding="utf-8") as f:
-        want = np.asarray(gpt2().encode(f.read(), "all"), dtype=np.uint32)
+        want = np.asarray(tok.encode(f.read(), "all"), dtype=np.uint32)
     rows = []
     for buffer_chars in args.buffer_chars:
         best = {}
         for _ in range(args.repeats):
             for name, piece_chars in (("pieces", getattr(Tokenizer, "_piece_chars", WHOLE)), ("whole", WHOLE)):
-                seconds, ids = one_pass(args.file, buffer_chars, piece_chars)
+                seconds, ids = one_pass(vocab, args.file, buffer_chars, piece_chars)
                 if not np.array_equal(ids, want):
                     print(
                         f"ids differ ({name}, buffer {buffer_chars}): {len(ids)} against {len(want)}", file=sys.stderr
