@@ -206,9 +206,11 @@ class Tokenizer(ABC):
 
         Text is buffered until about ``buffer_chars`` characters are held;
         everything before the last safe cut (:meth:`_safe_cut`, which each
-        tokenizer defines) is encoded and the rest is held back.  Memory stays
-        bounded and the ids are exactly ``encode("".join(lines), allowed_special,
-        disallowed_special)`` (a cut never splits an allowed or disallowed special token).
+        tokenizer defines) is encoded, in pieces of about :attr:`_piece_chars`
+        characters that end at safe cuts, and the rest is held back.  Memory stays
+        bounded (the text of one buffer, the ids of one piece) and the ids are
+        exactly ``encode("".join(lines), allowed_special, disallowed_special)`` (a
+        cut never splits an allowed or disallowed special token).
         """
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self.special_tokens)
         cut_at = self._safe_cut_for(allowed | disallowed)
