@@ -243,9 +243,11 @@ class Tokenizer(ABC):
 
         Text is buffered until about ``buffer_chars`` characters are held;
         everything before the last safe cut (:meth:`_safe_cut`, which each
-        tokenizer defines) is encoded and the rest is held back.  Memory stays
-        bounded and the ids are exactly ``encode("".join(lines), allowed_special,
-        disallowed_special)`` (a cut never splits an allowed or disallowed special token).
+        tokenizer defines) is encoded, in pieces of about :attr:`_piece_chars`
+        characters that end at safe cuts, and the rest is held back.  Memory stays
+        bounded (the text of one buffer, the ids of one piece) and the ids are
+        exactly ``encode("".join(lines), allowed_special, disallowed_special)`` (a
+        cut never splits an allowed or disallowed special token).
         """
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self.special_tokens)
         cut_at = self._safe_cut_for(allowed | disallowed)
@@ -260,13 +262,39 @@ class Tokenizer(ABC):
             text = "".join(buf)
             cut = cut_at(text)
             if cut > 0:
-                yield from self.encode(text[:cut], allowed, disallowed)
+                for ids in self._encode_pieces(text, cut, cut_at, allowed, disallowed):
+                    yield from ids
                 text = text[cut:]
             buf, held = [text], len(text)
             threshold = max(base, 2 * held)  # grows only while nothing can be cut: no quadratic rescans
         text = "".join(buf)
         if text:
-            yield from self.encode(text, allowed, disallowed)
+            for ids in self._encode_pieces(text, len(text), cut_at, allowed, disallowed):
+                yield from ids
+
+    #: Characters :meth:`encode_iterable` encodes in one :meth:`encode` call (about): its
+    #: buffer is encoded in pieces of at most this many characters, each ending at a safe
+    #: cut, so that no list of ids longer than one piece's is held, whatever the buffer size
+    #: (docs/bpe_core.md, "Memory").
+    _piece_chars: int = 1 << 14
+
+    def _encode_pieces(self, text: str, end: int, cut_at, allowed, disallowed) -> Iterator[list[int]]:
+        """The ids of ``text[:end]`` (``end`` a safe cut, or the end of the input), one list
+        per piece: each piece ends at the last safe cut within :attr:`_piece_chars`
+        characters of its start, else within 2, 4 or 8 times that; without one there, the
+        rest is one piece (a tokenizer that never cuts, or 128K characters without a safe cut)."""
+        start = 0
+        while end - start > self._piece_chars:
+            size = self._piece_chars
+            cut = cut_at(text[start : start + size])
+            while cut == 0 and size < 8 * self._piece_chars and start + size < end:
+                size *= 2  # no safe cut in this window: one twice as long
+                cut = cut_at(text[start : min(end, start + size)])
+            if cut == 0:
+                break
+            yield self.encode(text[start : start + cut], allowed, disallowed)
+            start += cut
+        yield self.encode(text[start:end] if start or end < len(text) else text, allowed, disallowed)
 
     @abstractmethod
     def _safe_cut_for(self, specials: frozenset):

@@ -280,8 +280,11 @@ class BPETokenizer(BPEBuilders, Tokenizer):
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
         check_no_special(text, disallowed)
         rx, _ = self._special_rx(allowed)
+        parts = self._split(text, rx)
+        if len(parts) == 1 and isinstance(parts[0], str):  # no special token: the core's list, not a copy
+            return self._encode_bytes(parts[0].encode("utf-8"))
         out: list[int] = []
-        for piece in self._split(text, rx):
+        for piece in parts:
             if isinstance(piece, int):
                 out.append(piece)
             else:
