@@ -33,11 +33,10 @@ void Backtracker::build_pair_filter(const std::vector<MergeRule>& merges) {
     unsigned bits = 12;
     while ((size_t(1) << bits) < 16 * merges.size()) ++bits;
     pair_filter_.assign((size_t(1) << bits) / 64, 0);
-    filter_shift_ = 64 - bits;
+    filter_shift_ = 64 - (bits - 6);  // filter_word: the top bits - 6 bits of its hash
     for (const MergeRule& m : merges) {
         const uint64_t key = pair_key(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right));
-        const uint64_t bit = (key * 0xD6E8FEB86659FD93ULL) >> filter_shift_;
-        pair_filter_[bit >> 6] |= uint64_t(1) << (bit & 63);
+        pair_filter_[filter_word(key)] |= filter_mask(key);
     }
 }
 
