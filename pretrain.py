@@ -18,16 +18,14 @@ import sys
 from pathlib import Path
 
 from storygpt import runtime
-from storygpt.checkpoint import run_meta, to_plain
 from storygpt.cli import check_ranges, show, table_parser
-from storygpt.model import GPTConfig, recipes
-from storygpt.model.optim import OptimConfig, schedule_peak
+from storygpt.model import recipes
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.spec import SpecError, parse_spec
-from storygpt.train import resume, start
-from storygpt.train.inputs import chars_per_token
-from storygpt.train.loop import Budgets, Hyper
 from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, log_master
+
+# Nothing above imports torch: a bad flag or an existing run folder is answered in a fraction of a second.
+# train_in imports the training modules (and with them torch) once the run is sure to start.
 
 POSITION = {False: "learned", True: "rope"}
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
@@ -208,16 +206,23 @@ def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag
 
 
 def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
+    if not args.resume and files.ckpt.exists() and not args.force:
+        raise RunError(
+            f"{show(files.ckpt)} already exists; pass --resume to continue that run, --force to "
+            "start it over (overwriting it), or --run-name for a new run folder"
+        )
+    from storygpt.checkpoint import run_meta, to_plain
+    from storygpt.model import GPTConfig
+    from storygpt.model.optim import OptimConfig, schedule_peak
+    from storygpt.train import resume, start
+    from storygpt.train.inputs import chars_per_token
+    from storygpt.train.loop import Budgets, Hyper
+
     ckpt = resume.read_resumable(files.ckpt) if args.resume else None
     if ckpt is not None:
         resume.check_recipe(ckpt, files.ckpt, args.recipe, explicit)  # a run from before recipes is gpt2
         given = vars(args)
         vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
-    elif files.ckpt.exists() and not args.force:
-        raise RunError(
-            f"{show(files.ckpt)} already exists; pass --resume to continue that run, --force to "
-            "start it over (overwriting it), or --run-name for a new run folder"
-        )
     with_budget(args)
     spec, data_dir = parse_spec(args.tokenizer), Path(args.data).resolve()
     try:
