@@ -420,7 +420,8 @@ def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> i
 
 # ------------------------------------------------------------------ main
 # allowed values (storygpt.cli.check_ranges); --bits-chars 0: all of the held-out text
-RANGES = {"bits_chars": (0, None), "seeds": (1, None), "block_chars": (1, None), "threads": (0, None)}
+MAX_SEEDS = 1000  # runs are listed before any work: a count far beyond any comparison is refused at once
+RANGES = {"bits_chars": (0, None), "seeds": (1, MAX_SEEDS), "block_chars": (1, None), "threads": (0, None)}
 RANGES |= dict.fromkeys(("n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_interval"), (1, None))
 
 
@@ -429,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
-    if args.rerun:
+    if args.rerun is not None:
         return rerun(args.rerun, argv)
     t_start = time.perf_counter()
     try:
@@ -571,7 +572,8 @@ def rerun(report: str, argv: list[str]) -> int:
         return 2
     old = [a for a in doc["meta"]["argv"]]
     if len(argv) > 2:
-        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(argv)})", file=sys.stderr)
+        others = [a for a in argv if a != report and not a.startswith("--rerun")]
+        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
         return 2
     if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
         used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}

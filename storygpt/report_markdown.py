@@ -43,6 +43,10 @@ def summary_section(gs, v, several_seeds: bool) -> list[str]:
     lines.append("")
     if v.best is None:
         lines.append("No tokenizer can be named best: every run is under-trained or lossy.")
+    elif v.winner is not None and not [g for g in gs if g is not v.best and g.eligible]:
+        lines.append(
+            f"Only one tokenizer can be named here: `{v.winner}` ({v.best.mean:.4f}); nothing to compare it with."
+        )
     elif v.winner is not None:
         others = [g.spec for g in gs if g is not v.best and g.eligible]
         lines.append(

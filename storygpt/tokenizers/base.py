@@ -248,13 +248,21 @@ class Tokenizer(ABC):
         bounded (the text of one buffer, the ids of one piece) and the ids are
         exactly ``encode("".join(lines), allowed_special, disallowed_special)`` (a
         cut never splits an allowed or disallowed special token).
+
+        Raises:
+            TypeError: a line that is not a ``str`` (naming its index), or a ``buffer_chars``
+                that is not a number; ValueError: as :meth:`encode` for special tokens.
         """
+        if isinstance(buffer_chars, bool) or not isinstance(buffer_chars, (int, float)) or buffer_chars != buffer_chars:
+            raise TypeError(f"encode_iterable: buffer_chars must be a number of characters, got {buffer_chars!r}")
         allowed, disallowed = resolve_special(allowed_special, disallowed_special, self.special_tokens)
         cut_at = self._safe_cut_for(allowed | disallowed)
         base, threshold = buffer_chars, buffer_chars
         buf: list[str] = []
         held = 0
-        for line in lines:
+        for i, line in enumerate(lines):
+            if not isinstance(line, str):
+                raise TypeError(f"encode_iterable: line {i} is {type(line).__name__}, not str")
             buf.append(line)
             held += len(line)
             if held < threshold:

@@ -185,3 +185,19 @@ def test_surrogate_pair_split_between_lines():
     assert list(WordTokenizer.train(["ab"], 10).encode_iterable(lines, "all", buffer_chars=1)) == WordTokenizer.train(
         ["ab"], 10
     ).encode("ab 😀 cd e")
+
+
+@pytest.mark.parametrize(
+    "lines, buffer_chars, message",
+    [
+        (["abc", None], 1 << 20, "encode_iterable: line 1 is NoneType, not str"),
+        ([b"abc"], 1 << 20, "encode_iterable: line 0 is bytes, not str"),
+        (["abc"], "abc", "encode_iterable: buffer_chars must be a number of characters, got 'abc'"),
+        (["abc"], float("nan"), "encode_iterable: buffer_chars must be a number of characters, got nan"),
+    ],
+)
+def test_encode_iterable_bad_input_names_it(lines, buffer_chars, message):
+    # before: "object of type 'NoneType' has no len()", "'<' not supported between instances of 'int' and 'str'"
+    with pytest.raises(TypeError) as e:
+        list(trained("gpt2").encode_iterable(lines, buffer_chars=buffer_chars))
+    assert str(e.value) == message

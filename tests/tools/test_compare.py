@@ -314,12 +314,14 @@ def test_step_estimates_and_budget_warnings():
         (["byte", "--report", "a/b"], "--report 'a/b'"),
         (["hf:missing.json"], "no such file: missing.json"),
         (["byte", "--train-file", "nope.txt"], "--train-file nope.txt: no such file"),
-        (["byte", "--seeds", "0"], "--seeds must be >= 1, got 0"),
+        (["byte", "--seeds", "0"], "--seeds must be in 1 .. 1000, got 0"),
         (["byte", "--budget-flops", "1e12,abc"], "--budget-flops 1e12,abc: 'abc' is not a number"),
         (["byte", "--budget-flops", "1e12,1e12"], "--budget-flops 1e12,1e12: 1e12 is given twice"),
         (["byte", "--budget-chars", "1e7,-1"], "--budget-chars must be a positive number, got -1"),
         (["byte", "--bits-chars", "3000"], "--bits-chars 3000 holds fewer than 2 blocks of --block-chars 2000"),
         (["byte", "--rerun", "nowhere"], "--rerun nowhere: no results.json"),
+        (["--rerun", ""], "--rerun : no results.json"),  # before: an empty path ran the whole default comparison
+        (["byte", "--seeds", "1000000000"], "--seeds must be in 1 .. 1000, got 1000000000"),  # before: a silent hang
     ],
 )
 def test_bad_input_is_one_line(argv, message, tmp_path):
