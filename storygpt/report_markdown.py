@@ -36,7 +36,10 @@ def summary_section(gs, v, several_seeds: bool) -> list[str]:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for g in sorted(gs, key=lambda g: g.mean):
-        diff = "(best)" if v.best is g else _interval(v.intervals.get(g.spec))
+        if v.best is None:
+            diff = "no interval (no run can be named best)"
+        else:
+            diff = "(best)" if v.best is g else _interval(v.intervals.get(g.spec))
         spread = "-" if g.spread is None else f"{g.spread:.4f}"
         flags = [f for f, on in (("under-trained", g.under_trained), ("lossy", g.lossy)) if on]
         lines.append(f"| `{g.spec}` | {len(g.runs)} | {g.mean:.4f} | {spread} | {diff} | {', '.join(flags) or 'ok'} |")

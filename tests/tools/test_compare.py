@@ -235,6 +235,8 @@ def test_under_trained_runs_are_warned_before_training_and_never_best(layout):
     md = (layout["cwd"] / "reports" / "tiny-tokens2.05e4" / "report.md").read_text()
     assert "No tokenizer can be named best: every run is under-trained or lossy." in md
     assert md.count("under-trained") >= 3
+    assert md.count("no interval (no run can be named best)") == 2  # before: "(no block losses)", which was false
+    assert "No tokenizer can be named best" in out  # the console's verdict too
 
 
 def test_settings_change_makes_new_runs(layout):

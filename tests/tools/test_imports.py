@@ -110,3 +110,13 @@ def test_no_import_cycle_and_no_private_import(scope):
     inside = [c for c in cycles(edges) if any(m == scope or m.startswith(scope + ".") for m in c)]
     assert inside == []
     assert [p for p in private if scope in p] == []
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists every folder of the library with an ``__init__.py``: a plain ``pip install .``
+    (not editable) installs only the packages listed (before: ``storygpt.train`` was missing)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "storygpt").rglob("__init__.py")}
+    assert listed == found
