@@ -34,6 +34,13 @@ RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "
 RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run"}
 
 
+def part(text: str, field: str) -> str:
+    """A recipe part's help: what it does and what each recipe sets it to."""
+    shown = {True: "on", False: "off"}
+    values = ", ".join(f"{name}: {shown.get(r[field], r[field])}" for name, r in recipes.RECIPES.items())
+    return f"part: {text}; {values}"
+
+
 def on_off(text: str) -> bool:
     """``on`` -> True, ``off`` -> False (the type of the recipe's yes/no parts)."""
     if text not in ("on", "off"):
@@ -74,14 +81,19 @@ FLAGS = {
     ],
     "recipe (docs/training.md; a part flag given beside --recipe replaces that part)": [
         ("--recipe", str, recipes.DEFAULT, "modern (RMSNorm, QK-norm, ReLU^2, Muon) or gpt2 (LayerNorm, GELU, AdamW)"),
-        ("--norm", str, None, "part: layernorm or rmsnorm (parameter-free)"),
-        ("--qk-norm", on_off, None, "part: RMSNorm of queries and keys (on/off)"),
-        ("--mlp", str, None, "part: gelu or relu2 (squared ReLU)"),
-        ("--tie-embeddings", on_off, None, "part: output layer tied to the token embedding (on/off)"),
-        ("--zero-init", on_off, None, "part: output projections start at zero (on/off)"),
-        ("--logit-softcap", float, None, "part: logits c*tanh(z/c) with this c (0: off)"),
-        ("--bias", on_off, None, "part: biases in linear layers and LayerNorms (on/off)"),
-        ("--optimizer", str, None, "part: adamw (one --lr) or muon (Muon + AdamW, per-group rates)"),
+        ("--norm", str, None, part("layernorm or rmsnorm (parameter-free)", "norm")),
+        ("--qk-norm", on_off, None, part("RMSNorm of queries and keys (on/off)", "qk_norm")),
+        ("--mlp", str, None, part("gelu or relu2 (squared ReLU)", "mlp")),
+        ("--tie-embeddings", on_off, None, part("output layer tied to the token embedding (on/off)", "tie_embeddings")),
+        ("--zero-init", on_off, None, part("output projections start at zero (on/off)", "zero_init")),
+        (
+            "--logit-softcap",
+            float,
+            None,
+            part("logits c*tanh(z/c) with this c (0: off; export needs 0)", "logit_softcap"),
+        ),
+        ("--bias", on_off, None, part("biases in linear layers and LayerNorms (on/off)", "bias")),
+        ("--optimizer", str, None, part("adamw (one --lr) or muon (Muon + AdamW, per-group rates)", "optimizer")),
         ("--matrix-lr", float, None, "muon: Muon's peak rate for block matrices (default 0.02)"),
         ("--embed-lr", float, None, "muon: AdamW peak rate for embeddings (default 0.2*(n_embd/768)^-0.5)"),
         ("--head-lr", float, None, "muon: AdamW peak rate for the output layer (default 0.004*(n_embd/768)^-0.5)"),
@@ -90,10 +102,10 @@ FLAGS = {
         ("--batch-size", int, 16, "windows per micro-batch and process"),
         ("--grad-accum", int, 1, "micro-batches per step: a step is batch-size x grad-accum x processes"),
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
-        ("--lr", float, 3e-3, "adamw: peak learning rate"),
-        ("--min-lr", float, 3e-4, "adamw: learning rate at the end of the cosine decay"),
+        ("--lr", float, 3e-3, "adamw only (gpt2 recipe): peak learning rate"),
+        ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the cosine decay"),
         ("--warmup-steps", int, 20, "linear learning-rate warm-up steps"),
-        ("--weight-decay", float, 0.1, "adamw: weight decay (matrices and embeddings only)"),
+        ("--weight-decay", float, 0.1, "adamw only: weight decay (matrices and embeddings only)"),
         ("--grad-clip", float, 1.0, "clip the gradient norm to this (0: off)"),
         ("--seed", int, 1337, "random seed (model init; batch sampling uses seed and rank)"),
     ],
