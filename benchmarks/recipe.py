@@ -2,7 +2,7 @@
 """gpt2 vs modern recipe (and ablations) at equal training FLOPs: held-out bits/char and CPU seconds.
 
     nice -n 10 python benchmarks/recipe.py --data data/shakespeare            # small, default budget, 2 seeds
-    nice -n 10 python benchmarks/recipe.py --presets small medium --multiples 1 4 --ablations
+    nice -n 10 python benchmarks/recipe.py --presets small base --multiples 1 4 --ablations
 
 Every run is ``pretrain.py --recipe R --preset P --budget-flops M x DEFAULT --seed S --rope
 --dtype float32 --threads 1`` (compare.py's default budget, storygpt/comparison.py), then
@@ -18,7 +18,8 @@ preset and seed) reaches the variant's final held-out bits/char on that same sli
 linearly in log FLOPs, as a multiple of the variant's FLOPs (">" when the curve never gets there).
 
 Variants (one part switched at a time): gpt2, modern, muon-only (gpt2 model + Muon), arch-only
-(modern model + one-rate AdamW), no-softcap (modern, soft-cap off), tied (modern, tied embeddings).
+(modern model + one-rate AdamW), softcap (modern + nanochat's logit soft-cap 15, which modern
+left out after this ablation), tied (modern, tied embeddings).
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ VARIANTS = {
     "modern": ["--recipe", "modern"],
     "muon-only": ["--recipe", "gpt2", "--optimizer", "muon"],
     "arch-only": ["--recipe", "modern", "--optimizer", "adamw"],
-    "no-softcap": ["--recipe", "modern", "--logit-softcap", "0"],
+    "softcap": ["--recipe", "modern", "--logit-softcap", "15"],
     "tied": ["--recipe", "modern", "--tie-embeddings", "on"],
 }
-ABLATIONS = ("muon-only", "arch-only", "no-softcap", "tied")
+ABLATIONS = ("muon-only", "arch-only", "softcap", "tied")
 
 
 def run_measured(cmd: list[str], env: dict, log: Path) -> tuple[int, float, float]:

@@ -43,8 +43,8 @@ MODERN = RECIPES["modern"]
 VARIANTS = {
     "gpt2": dict(GPT2),
     "modern": dict(MODERN),
-    "modern, soft-cap off": {**MODERN, "logit_softcap": 0.0},
-    "modern, soft-cap by autograd": {**MODERN, "plain_softcap": True},
+    "modern + soft-cap 15": {**MODERN, "logit_softcap": 15.0},
+    "modern + soft-cap 15 by autograd": {**MODERN, "logit_softcap": 15.0, "plain_softcap": True},
     "modern, LayerNorm": {**MODERN, "norm": "layernorm"},
     "modern, no QK-norm": {**MODERN, "qk_norm": False},
     "modern, GELU": {**MODERN, "mlp": "gelu"},

@@ -11,6 +11,7 @@ from __future__ import annotations
 PRESETS: dict[str, dict] = {
     "tiny": dict(n_layer=2, n_head=2, n_embd=64, block_size=64, lr=3e-3),
     "small": dict(n_layer=3, n_head=4, n_embd=96, block_size=128, lr=3e-3),  # pretrain.py's defaults
+    "base": dict(n_layer=4, n_head=4, n_embd=256, block_size=128, lr=1.5e-3),  # 5-7M: recipe.py's bigger preset
     "medium": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, lr=1e-3),
     "gpt2": dict(n_layer=12, n_head=12, n_embd=768, block_size=1024, lr=6e-4),
     "gpt2-medium": dict(n_layer=24, n_head=16, n_embd=1024, block_size=1024, lr=3e-4),

@@ -48,19 +48,21 @@ def tokenizers(texts) -> dict:
 
 # ------------------------------------------------------------------------------- the modern recipe
 MODERN = {k: v for k, v in RECIPES["modern"].items() if k != "optimizer"}
+#: modern with nanochat's logit soft-cap (``--logit-softcap 15``; off by default since the recipe ablation)
+SOFTCAP = {**MODERN, "logit_softcap": 15.0}
 RECIPES_GPT2_ARCH = {k: v for k, v in RECIPES["gpt2"].items() if k != "optimizer"}
 #: name -> (the GPTConfig parts: the modern recipe with some switched, the stock class they export as)
 VARIANTS = {
-    "modern": ({}, "NanoChatForCausalLM"),
-    "modern-tied": ({"tie_embeddings": True}, "NanoChatForCausalLM"),
-    "modern-nocap": ({"logit_softcap": 0.0}, "Qwen3ForCausalLM"),
-    "modern-noqk-nocap": ({"qk_norm": False, "logit_softcap": 0.0}, "LlamaForCausalLM"),
-    "modern-bias-noqk-nocap": ({"qk_norm": False, "logit_softcap": 0.0, "bias": True}, "LlamaForCausalLM"),
+    "modern": ({}, "Qwen3ForCausalLM"),
+    "modern-noqk": ({"qk_norm": False}, "LlamaForCausalLM"),
+    "modern-bias-noqk": ({"qk_norm": False, "bias": True}, "LlamaForCausalLM"),
+    "modern-softcap": ({"logit_softcap": 15.0}, "NanoChatForCausalLM"),
+    "modern-softcap-tied": ({"logit_softcap": 15.0, "tie_embeddings": True}, "NanoChatForCausalLM"),
     "gpt2-nobias": ({**RECIPES_GPT2_ARCH, "bias": False}, "GPTNeoXForCausalLM"),
 }
 
 #: The variants made to end their documents (:func:`ending_documents`) and checked to stop there.
-STOPPING = [n for n in VARIANTS if n not in ("modern-tied", "gpt2-nobias")]
+STOPPING = [n for n in VARIANTS if n not in ("modern-softcap-tied", "gpt2-nobias")]
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +84,10 @@ def modern(tmp_path_factory, tokenizers, texts) -> dict:
 
 def test_the_table_picks_an_architecture_for_each_recipe_variant():
     base = dict(position="rope")
-    assert choose_architecture(GPTConfig(**base, **MODERN)) is NANOCHAT
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "logit_softcap": 0.0})) is QWEN3
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "logit_softcap": 0.0, "qk_norm": False})) is LLAMA
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "zero_init": False, "tie_embeddings": True})) is NANOCHAT
+    assert choose_architecture(GPTConfig(**base, **MODERN)) is QWEN3
+    assert choose_architecture(GPTConfig(**base, **{**MODERN, "qk_norm": False})) is LLAMA
+    assert choose_architecture(GPTConfig(**base, **SOFTCAP)) is NANOCHAT
+    assert choose_architecture(GPTConfig(**base, **{**SOFTCAP, "zero_init": False, "tie_embeddings": True})) is NANOCHAT
     assert choose_architecture(GPTConfig(**base, **{**RECIPES_GPT2_ARCH, "zero_init": True})) is GPT_NEOX
 
 
@@ -98,13 +100,13 @@ def test_the_table_picks_an_architecture_for_each_recipe_variant():
             "no stock architecture has them all",
         ),
         (
-            dict(MODERN, position="rope", bias=True),
+            dict(SOFTCAP, position="rope", bias=True),
             "GPTConfig.bias = True (in gpt2/gpt_neox/llama) does not go with position = 'rope' (in gpt_neox/llama/"
             "qwen3/nanochat), norm = 'rmsnorm' (in llama/qwen3/nanochat), qk_norm = True (in qwen3/nanochat), mlp = "
             "'relu2' (in llama/qwen3/nanochat), tie_embeddings = False (in llama/qwen3/nanochat), logit_softcap = "
             "15.0 (in nanochat): no stock architecture has them all",
         ),
-        (dict(MODERN, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (in nanochat) does not go "),
+        (dict(SOFTCAP, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (in nanochat) does not go "),
         (dict(MODERN, position="rope", mlp="gelu"), "GPTConfig.mlp = 'gelu' (in gpt2/gpt_neox) does not go with "),
         (dict(position="rope", tie_embeddings=False), "GPTConfig.tie_embeddings = False (in llama/qwen3/nanochat)"),
     ],
@@ -130,7 +132,7 @@ def test_modern_export_layout(modern):
     output layer of its own, q/k rows in rotate-half order with the second half negated, soft-cap and epsilon."""
     from safetensors import safe_open
 
-    e = modern["modern"]
+    e = modern["modern-softcap"]
     cfg = json.loads((e["hf"] / "config.json").read_text())
     assert (cfg["model_type"], cfg["final_logit_softcapping"], cfg["hidden_act"]) == ("nanochat", 15.0, "relu2")
     assert cfg["rms_norm_eps"] == torch.finfo(torch.float32).eps and cfg["tie_word_embeddings"] is False
@@ -144,9 +146,9 @@ def test_modern_export_layout(modern):
     want = sd["blocks.1.attn.c_attn.weight"][16:32][rotary_row_order(16)]
     want[8:] *= -1  # NanoChat's rotate_half turns the other way: the second half of each head negated
     assert torch.equal(q[16:32], want)
-    tied = json.loads((modern["modern-tied"]["hf"] / "config.json").read_text())
+    tied = json.loads((modern["modern-softcap-tied"]["hf"] / "config.json").read_text())
     assert tied["tie_word_embeddings"] is False  # the output layer is storygpt's wte, the embedding is rescaled
-    qwen = json.loads((modern["modern-nocap"]["hf"] / "config.json").read_text())
+    qwen = json.loads((modern["modern"]["hf"] / "config.json").read_text())
     assert (qwen["hidden_act"], qwen["head_dim"], qwen["attention_bias"]) == ("relu", 16, False)
 
 
@@ -164,8 +166,8 @@ def test_qk_norm_before_or_after_the_rotation_is_the_same():
 
 def test_nanochat_refuses_embedding_rows_its_norm_cannot_give_back(modern, tmp_path):
     """Trained modern runs (docs/export.md) have embedding rows of RMS up to ~7: the one-line refusal names one."""
-    e = modern["modern"]
-    model = random_gpt(e["tok"], "rope", **MODERN)
+    e = modern["modern-softcap"]
+    model = random_gpt(e["tok"], "rope", **SOFTCAP)
     with torch.no_grad():
         model.wte.weight[7] *= 2.0 / model.wte.weight[7].square().mean().sqrt()
     ckpt = save(model, e["tok"], tmp_path / "big.pt")
@@ -177,9 +179,9 @@ def test_nanochat_refuses_embedding_rows_its_norm_cannot_give_back(modern, tmp_p
 @pytest.mark.parametrize(
     "name, why",
     [
-        ("modern", "llama.cpp has no NanoChat architecture"),
-        ("modern-nocap", "llama.cpp's qwen3 computes a SiLU-gated MLP"),
-        ("modern-noqk-nocap", "llama.cpp's llama computes a SiLU-gated MLP"),
+        ("modern-softcap", "llama.cpp has no NanoChat architecture"),
+        ("modern", "llama.cpp's qwen3 computes a SiLU-gated MLP"),
+        ("modern-noqk", "llama.cpp's llama computes a SiLU-gated MLP"),
     ],
 )
 def test_gguf_refuses_the_modern_architectures(modern, tmp_path, name, why):

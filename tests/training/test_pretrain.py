@@ -292,7 +292,15 @@ def test_short_validation_file_and_bad_data(tmp_path):
 
 
 # ---------------------------------------------------------- two processes
-def test_two_process_run(tmp_path):
+#: TINY_FLAGS with the modern recipe (Muon + AdamW at its own rates: no --lr/--min-lr)
+GPT2_ONLY = ("--lr", "--min-lr")
+MODERN_TINY = ["--recipe", "modern"] + [
+    f for i, f in enumerate(TINY_FLAGS) if i >= 2 and f not in GPT2_ONLY and TINY_FLAGS[i - 1] not in GPT2_ONLY
+]
+
+
+@pytest.mark.parametrize("recipe", ["gpt2", "modern"])
+def test_two_process_run(tmp_path, recipe):
     data = make_corpus(tmp_path)
     cmd = [
         sys.executable,
@@ -306,7 +314,7 @@ def test_two_process_run(tmp_path):
         str(data),
         "--out-dir",
         str(tmp_path / "ck"),
-        *TINY_FLAGS,
+        *(TINY_FLAGS if recipe == "gpt2" else MODERN_TINY),
         "--max-steps",
         "5",
         "--eval-interval",
@@ -325,6 +333,7 @@ def test_two_process_run(tmp_path):
     assert ckpt["state"]["rng"]["world_size"] == 2 and ranks[0]["batch"] != ranks[1]["batch"]  # per-rank batches
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["processes"] == 2 and math.isfinite(summary["val_bpc"]) and summary["batch_windows"] == 16
+    assert ckpt["optim"]["kind"] == ("adamw" if recipe == "gpt2" else "muon")  # Muon steps on all-reduced grads
 
 
 def test_help_states_each_default_once():
