@@ -4,7 +4,7 @@
     nice -n 10 python benchmarks/recipe_step.py --data data/shakespeare --steps 20 --rounds 3
 
 Part costs: the ``small`` preset (or ``--preset``) on bpe:8192 windows, float32, one thread, batch
-16 x block_size; for gpt2, modern, and modern with one part switched back to gpt2's (soft-cap off,
+16 x block_size; for gpt2, modern, and modern with one part switched (soft-cap 15 on,
 LayerNorm, no QK-norm, GELU, tied, AdamW), the process CPU time (``time.process_time``) of
 ``--steps`` steps of a minimal loop (forward with loss, backward, optimizer step, zero_grad),
 after ``--warmup`` steps.  Variants run interleaved, ``--rounds`` times; the table gives the
