@@ -63,6 +63,8 @@ from storygpt.comparison import (
 )
 from storygpt.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
+from storygpt.model.recipes import DEFAULT as RECIPE_DEFAULT
+from storygpt.model.recipes import RECIPES
 
 HERE = Path(__file__).resolve().parent
 PROG = "compare.py"
@@ -70,9 +72,6 @@ PROG = "compare.py"
 #: pretrain.py setting that a comparison must vary goes here (and in build_parser); it is part of the
 #: settings that name the folder of runs, and it is recorded in each run's compare.json.
 FORWARDED = {"recipe": "--recipe"}
-#: pretrain.py's --recipe default (storygpt/model/recipes.py DEFAULT; kept here so compare.py imports no torch,
-#: tests/training/test_recipe.py checks they agree): always forwarded, so it names the folder of runs and is recorded.
-RECIPE_DEFAULT = "modern"
 #: pretrain.py's defaults that the pre-training guard needs (when --pretrain-args does not set them).
 PRETRAIN_WARMUP = 20
 
@@ -153,7 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--recipe",
         default=RECIPE_DEFAULT,
-        help="pretrain.py --recipe for every run: modern or gpt2 (forwarded as it is; see FORWARDED in compare.py)",
+        choices=list(RECIPES),
+        help="pretrain.py --recipe for every run: modern or gpt2 (forwarded as it is, so it names the folder of "
+        "runs, with the recipe's parts, and is recorded; see FORWARDED in compare.py)",
     )
     g.add_argument(
         "--eval-interval",
@@ -464,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             data_args=data_args,
             forwarded=forwarded_flags(args),
             block_chars=args.block_chars,
+            recipe_parts=dict(RECIPES.get(args.recipe, {})),
         )
         out_root = Path(args.out_dir) / settings.key()  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
         report_dir = Path(args.reports_dir) / report

@@ -71,6 +71,9 @@ class Settings:
     data_args: list
     forwarded: list = field(default_factory=list)  # pretrain.py flags forwarded from compare.py's (FORWARDED)
     block_chars: int = 2000  # bits.py --block-chars (another one only measures the runs again)
+    #: the parts of the forwarded recipe (storygpt/model/recipes.py), so that runs made before a recipe's
+    #: default changed (e.g. modern's soft-cap, on until 2026-12-02) are never reused as runs of the new one
+    recipe_parts: dict = field(default_factory=dict)
 
     def key(self) -> str:
         """``cfg-`` and 8 hex digits of the sha256 of the training settings (not data_dir, not bits_chars)."""

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from fake_runs import FLOPS, write_fake_run
 
 from storygpt.comparison import (
     CompareError,
+    Settings,
     budget_label,
     budget_warning,
     estimate_flops_per_token,
@@ -35,6 +37,7 @@ from storygpt.comparison import (
     shape_of,
     stale_token_files,
 )
+from storygpt.model.recipes import RECIPES
 
 pytest.importorskip("matplotlib")
 
@@ -249,6 +252,16 @@ def test_settings_change_makes_new_runs(layout):
     assert len(run_folders(layout["cwd"])) == 2 * len(before)
 
 
+def test_a_change_of_a_recipes_parts_names_another_folder_of_runs():
+    """Runs of modern with its old soft-cap are not reused as runs of today's modern (same --recipe flag)."""
+    same = dict(corpus="shakespeare", data_dir="d", position="rope", preset=None, shape=[], batch_size=None)
+    same |= dict(bits_chars=0, pretrain_args=[], data_args=[], forwarded=["--recipe", "modern"])
+    old = Settings(**same, recipe_parts={**RECIPES["modern"], "logit_softcap": 15.0})
+    new = Settings(**same, recipe_parts=dict(RECIPES["modern"]))
+    assert old.key() != new.key()
+    assert new.differences(asdict(old)) == [f"recipe_parts: {asdict(old)['recipe_parts']!r} -> {RECIPES['modern']!r}"]
+
+
 def test_rerun_trains_again_in_new_folders(layout):
     done, _ = fake(layout)
     assert done.returncode == 0, done.stderr
@@ -324,6 +337,7 @@ def test_step_estimates_and_budget_warnings():
         (["byte", "--rerun", "nowhere"], "--rerun nowhere: no results.json"),
         (["--rerun", ""], "--rerun : no results.json"),  # before: an empty path ran the whole default comparison
         (["byte", "--seeds", "1000000000"], "--seeds must be in 1 .. 1000, got 1000000000"),  # before: a silent hang
+        (["byte", "--recipe", "llama"], "argument --recipe: invalid choice: 'llama' (choose from 'gpt2', 'modern')"),
     ],
 )
 def test_bad_input_is_one_line(argv, message, tmp_path):
