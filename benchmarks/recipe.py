@@ -15,7 +15,9 @@ The table gives, per preset and budget, each variant's mean bits/char over the s
 spread: max - min), mean CPU seconds, and ``gpt2 FLOPs to match``: the FLOPs at which the gpt2
 run's own held-out curve (metrics.jsonl, the --eval-chars slice, the longest gpt2 run of that
 preset and seed) reaches the variant's final held-out bits/char on that same slice, interpolated
-linearly in log FLOPs, as a multiple of the variant's FLOPs (">" when the curve never gets there).
+linearly in log FLOPs, as a multiple of the variant's FLOPs (">" when the curve never gets there);
+and the reverse, ``reaches gpt2's end at``: the FLOPs and CPU seconds at which the variant's own curve
+gets down to the gpt2 run's final held-out bits/char (same budget and seed), as shares of gpt2's.
 
 Variants (one part switched at a time): gpt2, modern, muon-only (gpt2 model + Muon), arch-only
 (modern model + one-rate AdamW), softcap (modern + nanochat's logit soft-cap 15, which modern
@@ -147,12 +149,22 @@ def flops_to_reach(curve: list, target: float) -> float | None:
     return None
 
 
+def reached(run: dict, gpt2: dict) -> tuple[float | None, float | None]:
+    """When ``run``'s own curve gets down to ``gpt2``'s final held-out bits/char (same slice, same budget and
+    seed): its FLOPs there and its CPU seconds there (CPU taken as even per FLOP over the run), each as a
+    share of the gpt2 run's; ``(None, None)`` when it never does."""
+    f = flops_to_reach(run["curve"], gpt2["val_bpc"])
+    if f is None:
+        return None, None
+    return f / gpt2["flops"], (f * run["cpu_seconds"] / run["flops"]) / gpt2["cpu_seconds"]
+
+
 def table(results: list[dict]) -> str:
     """The markdown table of the results (see the module docstring)."""
     lines = [
         "| preset | budget | variant | seeds | bits/char (all valid.txt) | spread | CPU s | "
-        "gpt2 FLOPs to match | gpt2 bits/char at this CPU |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "gpt2 FLOPs to match | gpt2 bits/char at this CPU | reaches gpt2's end at: FLOPs, CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["preset"], r["multiple"]) for r in results}, key=lambda k: (k[0] != "small", k))
     for preset, multiple in keys:
@@ -163,7 +175,7 @@ def table(results: list[dict]) -> str:
                 continue
             bpc = [r["bits_per_char"] for r in runs]
             cpu = statistics.mean(r["cpu_seconds"] for r in runs)
-            ratios, at_cpu = [], []
+            ratios, at_cpu, reach = [], [], []
             for r in runs:
                 gpt2 = [
                     g for g in results if g["preset"] == preset and g["seed"] == r["seed"] and g["variant"] == "gpt2"
@@ -175,7 +187,8 @@ def table(results: list[dict]) -> str:
                 ratios.append(need / r["flops"] if need is not None else None)
                 # gpt2 given this run's CPU seconds: its curve at FLOPs = CPU / (gpt2's CPU per FLOP)
                 same = [g for g in gpt2 if g["multiple"] == multiple]
-                if same:
+                if same and variant != "gpt2":
+                    reach.append(reached(r, same[0]))
                     per_flop = same[0]["cpu_seconds"] / same[0]["flops"]
                     f = r["cpu_seconds"] / per_flop
                     pts = [(ff, b) for ff, b in longest["curve"] if ff <= f]
@@ -186,9 +199,10 @@ def table(results: list[dict]) -> str:
                 else "-"
             )
             cpu_cmp = " / ".join(f"{x:.3f}" if x is not None else "beyond curve" for x in at_cpu) if at_cpu else "-"
+            got = " / ".join(f"{f:.2f}x, {c:.2f}x" if f is not None else "never" for f, c in reach) if reach else "-"
             lines.append(
                 f"| {preset} | {multiple:g}x ({multiple * DEFAULT_BUDGET_FLOPS:.0e}) | {variant} | {len(runs)} | "
-                f"{statistics.mean(bpc):.4f} | {max(bpc) - min(bpc):.4f} | {cpu:.0f} | {match} | {cpu_cmp} |"
+                f"{statistics.mean(bpc):.4f} | {max(bpc) - min(bpc):.4f} | {cpu:.0f} | {match} | {cpu_cmp} | {got} |"
             )
     return "\n".join(lines)
 
