@@ -163,8 +163,8 @@ def table(results: list[dict]) -> str:
     """The markdown table of the results (see the module docstring)."""
     lines = [
         "| preset | budget | variant | seeds | bits/char (all valid.txt) | spread | CPU s | "
-        "gpt2 FLOPs to match | gpt2 bits/char at this CPU | reaches gpt2's end at: FLOPs, CPU |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "gpt2 FLOPs to match | reaches gpt2's end at: FLOPs, CPU |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["preset"], r["multiple"]) for r in results}, key=lambda k: (k[0] != "small", k))
     for preset, multiple in keys:
@@ -175,34 +175,28 @@ def table(results: list[dict]) -> str:
                 continue
             bpc = [r["bits_per_char"] for r in runs]
             cpu = statistics.mean(r["cpu_seconds"] for r in runs)
-            ratios, at_cpu, reach = [], [], []
+            ratios, reach = [], []
             for r in runs:
                 gpt2 = [
                     g for g in results if g["preset"] == preset and g["seed"] == r["seed"] and g["variant"] == "gpt2"
                 ]
-                if not gpt2:
+                if not gpt2 or variant == "gpt2":
                     continue
                 longest = max(gpt2, key=lambda g: g["flops"])
                 need = flops_to_reach(longest["curve"], r["val_bpc"])
                 ratios.append(need / r["flops"] if need is not None else None)
-                # gpt2 given this run's CPU seconds: its curve at FLOPs = CPU / (gpt2's CPU per FLOP)
                 same = [g for g in gpt2 if g["multiple"] == multiple]
-                if same and variant != "gpt2":
+                if same:
                     reach.append(reached(r, same[0]))
-                    per_flop = same[0]["cpu_seconds"] / same[0]["flops"]
-                    f = r["cpu_seconds"] / per_flop
-                    pts = [(ff, b) for ff, b in longest["curve"] if ff <= f]
-                    at_cpu.append(pts[-1][1] if pts and f <= longest["flops"] * 1.0001 else None)
             match = (
                 " / ".join(f"{x:.2f}x" if x is not None else f">{longest['flops'] / r['flops']:.0f}x" for x in ratios)
                 if ratios
                 else "-"
             )
-            cpu_cmp = " / ".join(f"{x:.3f}" if x is not None else "beyond curve" for x in at_cpu) if at_cpu else "-"
             got = " / ".join(f"{f:.2f}x, {c:.2f}x" if f is not None else "never" for f, c in reach) if reach else "-"
             lines.append(
                 f"| {preset} | {multiple:g}x ({multiple * DEFAULT_BUDGET_FLOPS:.0e}) | {variant} | {len(runs)} | "
-                f"{statistics.mean(bpc):.4f} | {max(bpc) - min(bpc):.4f} | {cpu:.0f} | {match} | {cpu_cmp} | {got} |"
+                f"{statistics.mean(bpc):.4f} | {max(bpc) - min(bpc):.4f} | {cpu:.0f} | {match} | {got} |"
             )
     return "\n".join(lines)
 
