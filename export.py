@@ -48,12 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from storygpt.cli import show
+    from storygpt.export.destination import ExportError, check_paths
+
     try:
-        from storygpt.cli import show
+        check_paths(args.checkpoint, args.out, args.format, args.force)  # before torch is imported
         from storygpt.export import export
 
         res = export(args.checkpoint, args.out, fmt=args.format, force=args.force)
-    except (FileNotFoundError, ValueError, ImportError) as e:
+    except (ExportError, FileNotFoundError, ValueError, ImportError) as e:
         print(f"export.py: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from storygpt.atomic import atomic_write
+from storygpt.runfolder import resolve_checkpoint  # noqa: F401 (public here; torch-free there)
 
 REQUIRED_KEYS = ("model", "config", "tokenizer")
 # keys a ckpt.pt to resume from holds besides the model (best.pt has no optimizer, state, args)
@@ -197,23 +198,6 @@ def torch_reason(e: BaseException) -> str:
         else ""
     )
     return f"{first[:200]}{more}"
-
-
-def resolve_checkpoint(path: str | os.PathLike) -> Path:
-    """A checkpoint file, or a run folder (its best.pt, else ckpt.pt).
-
-    Raises:
-        FileNotFoundError: naming the path when nothing loadable is there.
-    """
-    p = Path(path)
-    if p.is_dir():
-        for name in ("best.pt", "ckpt.pt"):
-            if (p / name).is_file():
-                return p / name
-        raise FileNotFoundError(f"no best.pt or ckpt.pt in run folder {p}")
-    if not p.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {p}")
-    return p
 
 
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:

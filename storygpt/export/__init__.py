@@ -19,11 +19,18 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .arch import ExportError, choose_architecture
+from .destination import FORMATS, ExportError, check_paths
 
-__all__ = ["ExportError", "FORMATS", "choose_architecture", "export", "read_source"]
+__all__ = ["ExportError", "FORMATS", "check_paths", "choose_architecture", "export", "read_source"]
 
-FORMATS = ("hf", "gguf")
+
+def __getattr__(name):
+    # Lazy: the architecture table imports torch; export.py checks its paths first.
+    if name == "choose_architecture":
+        from .arch import choose_architecture
+
+        return choose_architecture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_source(checkpoint: str | os.PathLike):
@@ -43,32 +50,6 @@ def read_source(checkpoint: str | os.PathLike):
     path = resolve_checkpoint(checkpoint)
     model, tok, _ = load_checkpoint(str(path), device="cpu")
     return model, tok, path
-
-
-def _check_destination(out: Path, fmt: str, force: bool) -> None:
-    if fmt == "hf":
-        if out.exists() and not out.is_dir():
-            raise ExportError(f"{out}: exists and is not a folder (an HF export is a folder)")
-        if out.is_dir() and any(out.iterdir()) and not force:
-            raise ExportError(f"{out}: folder exists and is not empty (--force replaces it)")
-    else:
-        if out.is_dir():
-            raise ExportError(f"{out}: is a folder (a GGUF export is one file, e.g. {out}.gguf)")
-        if out.exists() and not force:
-            raise ExportError(f"{out}: file exists (--force replaces it)")
-    if out.parent.exists() and not out.parent.is_dir():
-        raise ExportError(f"{out}: {out.parent} is not a folder")
-
-
-def _check_not_over_source(out: Path, checkpoint: str | os.PathLike) -> None:
-    """Refuse an ``out`` that is the checkpoint file or a folder holding it (replacing it would lose the run)."""
-    from storygpt.checkpoint import resolve_checkpoint
-
-    source = Path(resolve_checkpoint(checkpoint)).resolve()
-    target = out.resolve()
-    run_files = {source, source.parent / "ckpt.pt", source.parent / "best.pt"}
-    if target in run_files or target in source.parents:
-        raise ExportError(f"{out}: holds the checkpoint being exported ({source}); choose another OUT")
 
 
 def _usual_modes(folder: Path) -> None:
@@ -117,14 +98,10 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         FileNotFoundError, CheckpointError: a checkpoint that is missing or is not one.
         ImportError: safetensors (and for gguf: gguf) is not installed.
     """
+    source, out = check_paths(checkpoint, out, fmt, force)
     from .hf import HF_FILES, write_hf
 
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    out = Path(out)
-    _check_destination(out, fmt, force)
-    _check_not_over_source(out, checkpoint)
-    model, tok, path = read_source(checkpoint)
+    model, tok, path = read_source(source)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:

@@ -51,9 +51,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
-
-class ExportError(ValueError):
-    """A checkpoint, tokenizer or destination that cannot be exported exactly; one line naming the reason."""
+from .destination import ExportError
 
 
 @dataclass(frozen=True)

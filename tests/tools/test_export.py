@@ -2,7 +2,7 @@
 
 Oracles: Hugging Face ``transformers`` (stock ``GPT2LMHeadModel`` / ``GPTNeoXForCausalLM`` and
 ``AutoTokenizer``, no custom code), llama.cpp's ``gguf`` reader, plain ``tiktoken``, and, in a
-``slow`` test, llama.cpp itself through ``llama-cpp-python`` when it is installed.  The models
+``slow`` test, llama.cpp itself through the compiled llama.cpp of ``llama-cpp-cffi`` when it is installed.  The models
 are tiny GPTs with random weights (perturbed so that LayerNorm gains and biases are not 1 and 0
 and the logits are far apart) saved through storygpt's own ``save_checkpoint``.
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,6 +278,40 @@ def test_cli_exports_and_refuses_in_one_line(exported, tmp_path, capsys):
         assert end in one_error_line(capsys.readouterr().err, "export.py")
 
 
+def test_cli_checks_its_paths_before_importing_torch(tmp_path, capsys):
+    """A wrong CKPT or OUT is refused by ``check_paths`` before the exporter (and torch) is imported."""
+    from storygpt.export.destination import check_paths
+
+    spec = importlib.util.spec_from_file_location("export_cli", REPO / "export.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best.pt").write_bytes(b"not read")  # only its path is checked
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("x")
+    (tmp_path / "m.gguf").write_text("x")
+    for argv, end in (
+        ([tmp_path / "nope.pt", tmp_path / "o"], f"checkpoint not found: {tmp_path / 'nope.pt'}"),
+        ([full, tmp_path / "o"], f"no best.pt or ckpt.pt in run folder {full}"),
+        ([run, full], f"{full}: folder exists and is not empty (--force replaces it)"),
+        ([run, tmp_path / "m.gguf", "--format", "gguf"], f"{tmp_path / 'm.gguf'}: file exists (--force replaces it)"),
+        ([run, run, "--force"], f"{run}: holds the checkpoint being exported ({run / 'best.pt'}); choose another OUT"),
+    ):
+        assert cli.main([str(a) for a in argv]) == 2
+        assert one_error_line(capsys.readouterr().err, "export.py").endswith(end)
+    assert check_paths(run, tmp_path / "new", "gguf", False) == (run / "best.pt", tmp_path / "new")
+    probe = (
+        "import runpy, sys; sys.argv = sys.argv[1:]; main = runpy.run_path(sys.argv[0])['main']; "
+        "print(main(sys.argv[1:]), 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(REPO / "export.py"), str(run), str(full)], capture_output=True, text=True
+    )
+    assert done.stdout.split() == ["2", "False"], done.stderr
+
+
 # ------------------------------------------------------------------------------- GGUF
 def read_gguf(path: Path):
     g = pytest.importorskip("gguf", reason="gguf is not installed (pip install -e .[interop])")
@@ -341,34 +377,53 @@ def test_gguf_refusals(exported, tokenizers, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["simple.pt"]
 
 
+def llama_cpp_or_skip():
+    """llama.cpp's C API from the package llama-cpp-cffi (tests/tools/llama_cpp_run.py), or a skip naming it."""
+    from llama_cpp_run import LlamaCppMissing, load_llama_cpp
+
+    try:
+        load_llama_cpp()
+    except LlamaCppMissing as e:
+        pytest.skip(f"llama.cpp itself is not run: {e}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["learned", "rope"])
-def test_llama_cpp_gives_storygpts_logits_and_greedy_tokens(exported, tmp_path, name):
-    llama_cpp = pytest.importorskip(
-        "llama_cpp", reason="llama-cpp-python is not installed (pip install llama-cpp-python, compiles llama.cpp)"
-    )
+def test_llama_cpp_gives_storygpts_logits_greedy_tokens_and_ids(exported, texts, tmp_path, name):
+    """llama.cpp b4965 on the GGUF export: logits within its GELU's error, the same 50 greedy tokens, the same ids.
+
+    llama.cpp's gpt2 and gptneox graphs compute GELU as the tanh approximation through a float16 table, storygpt
+    the exact erf GELU (docs/export.md): a few 1e-3 apart on models like these (logits up to about 9); with
+    llama.cpp's GELU put into storygpt's model the rest is that table's float16 rounding, 6.5e-4 at a few
+    positions where a value falls on the other side of a float16 rounding boundary (most agree to 1e-5)."""
+    llama_cpp_or_skip()
     import numpy as np
+    from llama_cpp_run import LlamaCpp, LlamaCppGELU
 
     e = exported[name]
     out = tmp_path / f"{name}.gguf"
     export(e["ckpt"], out, fmt="gguf")
-    llm = llama_cpp.Llama(str(out), n_ctx=BLOCK, logits_all=True, verbose=False, n_threads=1)
-    prompt = e["prompt"][0].tolist()
-    llm.eval(prompt)
-    theirs = torch.from_numpy(np.array(llm.scores[: len(prompt)], dtype=np.float32))
+    llm = LlamaCpp(str(out), n_ctx=BLOCK)
+    tok, model = e["tok"], e["model"]
+    ids = [tok.eot_id, *tok.encode_ordinary(texts["held"])[: BLOCK - 1]]
+    theirs = llm.logits(ids)
     with torch.no_grad():
-        mine = e["model"](e["prompt"])[0][0]
-    assert (mine - theirs).abs().max().item() <= 1e-3  # llama.cpp's float32 kernels
-    llm.reset()
-    got = []
-    for t in llm.generate(prompt, temp=0.0, top_k=1):
-        got.append(t)
-        if len(got) == STEPS:
-            break
-    want = e["model"].generate(e["prompt"], STEPS, temperature=0)[0, PROMPT:].tolist()
-    assert got == want
-    text = "The cat sat on the mat, and the dog ran."
-    assert llm.tokenize(text.encode(), add_bos=False, special=True) == e["tok"].encode(text)
+        mine = model(torch.tensor([ids]))[0][0].numpy()
+        with LlamaCppGELU(model):
+            approx = model(torch.tensor([ids]))[0][0].numpy()
+    assert np.abs(mine - theirs).max() <= 1e-2
+    assert np.abs(approx - theirs).max() <= 1e-3
+    assert np.median(np.abs(approx - theirs).max(axis=1)) <= 1e-4
+    prompt = e["prompt"][0].tolist()
+    want = model.generate(e["prompt"], STEPS, temperature=0)[0, PROMPT:].tolist()
+    assert llm.greedy(prompt, STEPS) == want
+    assert tok.eot_id in want  # ending_documents: llama.cpp stops the document where storygpt does
+    docs = [d for path in CORPUS_FILES for d in docs_of(path, SAMPLE_DOCS)] or [texts["held"]]
+    for d in docs:
+        assert llm.tokenize(d) == tok.encode(d, allowed_special="all"), d[:80]
+    joined = f"\n{EOT}\n".join(docs[:5])  # <|endoftext|> in the text is the special token
+    assert llm.tokenize(joined) == tok.encode(joined, allowed_special="all")
+    llm.close()
 
 
 # ------------------------------------------------------------------------------- save_hf / save_tiktoken
