@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from storygpt.atomic import atomic_write
-from storygpt.runfolder import resolve_checkpoint  # noqa: F401 (public here; torch-free there)
+from storygpt.ckptpath import resolve_checkpoint  # noqa: F401 (public here; torch-free there)
 
 REQUIRED_KEYS = ("model", "config", "tokenizer")
 # keys a ckpt.pt to resume from holds besides the model (best.pt has no optimizer, state, args)

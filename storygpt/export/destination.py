@@ -50,7 +50,7 @@ def check_paths(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str,
             the checkpoint's own run).
         FileNotFoundError: no checkpoint file or run folder with one at ``checkpoint``.
     """
-    from storygpt.runfolder import resolve_checkpoint
+    from storygpt.ckptpath import resolve_checkpoint
 
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
