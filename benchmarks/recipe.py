@@ -216,7 +216,12 @@ def main() -> None:
     from storygpt.checkpoint import load_tokenizer
     from storygpt.tokenizers.spec import parse_spec
 
-    vocab = load_tokenizer(Path(args.data) / f"tokenizer-{parse_spec(args.tokenizer).slug}.json").vocab_size
+    if args.jobs < 1 or min(args.multiples) <= 0:
+        p.error("--jobs and --multiples must be positive")
+    tok_file = Path(args.data) / f"tokenizer-{parse_spec(args.tokenizer).slug}.json"
+    if not tok_file.is_file():
+        p.error(f"{tok_file}: no such tokenizer file (python data.py --tokenizer {args.tokenizer} first)")
+    vocab = load_tokenizer(tok_file).vocab_size
     print(f"load {os.getloadavg()}, cores {os.cpu_count()}, float32, 1 thread per run", flush=True)
     todo = []
     for preset in args.presets:

@@ -67,7 +67,11 @@ def _publish_folder(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", suffix=".tmp", dir=out.parent))
-    os.replace(out, old / out.name)
+    try:
+        os.replace(out, old / out.name)
+    except BaseException:
+        shutil.rmtree(old, ignore_errors=True)
+        raise
     try:
         os.replace(tmp, out)
     except BaseException:
@@ -82,7 +86,8 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
 
     Everything is written into a temporary folder beside ``out`` and renamed into place at
     the end, so ``out`` is never half-written; an existing ``out`` is replaced only with
-    ``force`` (an empty folder is always fine).  Missing folders above ``out`` are created.
+    ``force`` (an empty folder is always fine).  Missing folders above ``out`` are created (and removed
+    again when the export is refused).
 
     Args:
         checkpoint: a checkpoint file or a run folder.
@@ -102,8 +107,10 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
     from .hf import HF_FILES, write_hf
 
     model, tok, path = read_source(source)
+    made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]  # removed again if the export fails
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    done = False
     try:
         hf_dir = tmp / "hf" if fmt == "gguf" else tmp
         hf_dir.mkdir(exist_ok=True)
@@ -111,12 +118,17 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         if fmt == "hf":
             _usual_modes(tmp)
             _publish_folder(tmp, out)
+            done = True
             return {"path": out, "checkpoint": path, "format": fmt, "architecture": arch.name, "files": HF_FILES}
         from .gguf import write_gguf
 
         gguf_arch = write_gguf(hf_dir, tmp / "model.gguf", name=out.stem)
         os.replace(tmp / "model.gguf", out)
+        done = True
         return {"path": out, "checkpoint": path, "format": fmt, "architecture": gguf_arch, "files": (out.name,)}
     finally:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(tmp)
+        for folder in [] if done else made:  # deepest first: nothing is left of a refused export
+            with contextlib.suppress(OSError):
+                folder.rmdir()

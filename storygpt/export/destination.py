@@ -17,6 +17,9 @@ class ExportError(ValueError):
 
 def check_destination(out: Path, fmt: str, force: bool) -> None:
     """Refuse an ``out`` of the wrong kind (folder for hf, file for gguf), or one in use without ``force``."""
+    here = Path.cwd().resolve()
+    if out.resolve() == here or out.resolve() in here.parents:
+        raise ExportError(f"{str(out) or '.'}: is the working folder or holds it; choose another OUT")
     if fmt == "hf":
         if out.exists() and not out.is_dir():
             raise ExportError(f"{out}: exists and is not a folder (an HF export is a folder)")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 
 POSITIONS = ("learned", "rope")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("gelu", "relu2")
+
+
+#: The logit soft-cap's range (besides 0, off): float32 logits stay finite inside it.
+MIN_SOFTCAP, MAX_SOFTCAP = 0.01, 1e4
 
 
 @dataclass
@@ -30,7 +33,7 @@ class GPTConfig:
         mlp: ``"gelu"`` or ``"relu2"`` (squared ReLU).
         tie_embeddings: the output layer shares ``wte``'s weight.
         zero_init: output projections of attention and MLP, and an untied output layer, start at 0.
-        logit_softcap: 0 (off) or ``c > 0``: logits become ``c * tanh(logits / c)``.
+        logit_softcap: 0 (off) or ``c`` in [0.01, 10000]: logits become ``c * tanh(logits / c)``.
         bias: biases in the linear layers and LayerNorms.
 
     A checkpoint written before a field existed lacks it and loads with its default,
@@ -77,9 +80,11 @@ class GPTConfig:
         for name in ("qk_norm", "tie_embeddings", "zero_init", "bias"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"GPTConfig.{name} must be True or False, got {getattr(self, name)!r}")
-        if not 0.0 <= float(self.logit_softcap) < math.inf:
+        c = float(self.logit_softcap)
+        if not (c == 0.0 or MIN_SOFTCAP <= c <= MAX_SOFTCAP):  # outside, float32 logits overflow or turn nan
             raise ValueError(
-                f"GPTConfig.logit_softcap must be 0 (off) or a positive number, got {self.logit_softcap!r}"
+                f"GPTConfig.logit_softcap must be 0 (off) or from {MIN_SOFTCAP:g} to {MAX_SOFTCAP:g}, "
+                f"got {self.logit_softcap!r}"
             )
 
     @property

@@ -278,7 +278,7 @@ def test_cli_exports_and_refuses_in_one_line(exported, tmp_path, capsys):
         assert end in one_error_line(capsys.readouterr().err, "export.py")
 
 
-def test_cli_checks_its_paths_before_importing_torch(tmp_path, capsys):
+def test_cli_checks_its_paths_before_importing_torch(tmp_path, capsys, monkeypatch):
     """A wrong CKPT or OUT is refused by ``check_paths`` before the exporter (and torch) is imported."""
     from storygpt.export.destination import check_paths
 
@@ -302,6 +302,10 @@ def test_cli_checks_its_paths_before_importing_torch(tmp_path, capsys):
         assert cli.main([str(a) for a in argv]) == 2
         assert one_error_line(capsys.readouterr().err, "export.py").endswith(end)
     assert check_paths(run, tmp_path / "new", "gguf", False) == (run / "best.pt", tmp_path / "new")
+    monkeypatch.chdir(tmp_path)
+    for out in ("", ".", str(tmp_path.parent)):  # before: --force moved the working folder aside, then failed
+        with pytest.raises(ExportError, match="is the working folder or holds it; choose another OUT"):
+            check_paths(run, out, "hf", True)
     probe = (
         "import runpy, sys; sys.argv = sys.argv[1:]; main = runpy.run_path(sys.argv[0])['main']; "
         "print(main(sys.argv[1:]), 'torch' in sys.modules)"

@@ -188,4 +188,6 @@ def test_gguf_refuses_the_modern_architectures(modern, tmp_path, name, why):
     pytest.importorskip("gguf", reason="gguf is not installed (pip install -e .[interop])")
     with pytest.raises(ExportError, match=why):
         export(modern[name]["ckpt"], tmp_path / "m.gguf", fmt="gguf")
+    with pytest.raises(ExportError, match=why):  # the folders it made for OUT are removed again
+        export(modern[name]["ckpt"], tmp_path / "new" / "deeper" / "m.gguf", fmt="gguf")
     assert list(tmp_path.iterdir()) == []

@@ -136,6 +136,13 @@ def test_kv_cache_with_qk_norm_equals_the_full_forward(position):
     assert torch.equal(cached, uncached)
 
 
+@pytest.mark.parametrize("cap", [1e-300, 0.001, 1e39, float("nan"), -1.0])
+def test_a_soft_cap_float32_cannot_hold_is_refused(cap):
+    """Before: 1e-300 crashed in the first step, 1e39 stopped with a nan loss."""
+    with pytest.raises(ValueError, match=r"GPTConfig.logit_softcap must be 0 \(off\) or from 0.01 to 10000, got "):
+        GPTConfig(**SHAPE, logit_softcap=cap)
+
+
 def test_evaluate_scores_the_soft_capped_logits():
     model = modern(logit_softcap=15.0)
     with torch.no_grad():
