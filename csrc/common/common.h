@@ -1,5 +1,5 @@
-// Shared utilities of the BPE core: errors, file reading, hashing, one
-// open-addressing hash map, the thread pool.  Pure C++17 (no Python types).
+// Shared utilities of the BPE core: errors, file reading, progress reports,
+// hashing, one open-addressing hash map, the thread pool.  Pure C++17 (no Python types).
 #pragma once
 
 #include <algorithm>
@@ -54,6 +54,21 @@ class InputFile {
     std::string path_;
     std::FILE* file_;
     uint64_t size_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Progress
+// ---------------------------------------------------------------------------
+
+// Progress of a long job: called with (stage, done, total) now and then,
+// always from the thread that started the job.  `total` is 0 when unknown.
+// An exception it throws ends the job.
+struct Progress {
+    void (*call)(void* context, const char* stage, uint64_t done, uint64_t total) = nullptr;
+    void* context = nullptr;
+    void operator()(const char* stage, uint64_t done, uint64_t total) const {
+        if (call) call(context, stage, done, total);
+    }
 };
 
 // ---------------------------------------------------------------------------

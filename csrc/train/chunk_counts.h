@@ -133,17 +133,6 @@ class ChunkCounts {
     size_t size_ = 0;
 };
 
-// Progress of a long job: called with (stage, done, total) now and then,
-// always from the thread that started the job.  `total` is 0 when unknown.
-// An exception it throws ends the job.
-struct Progress {
-    void (*call)(void* context, const char* stage, uint64_t done, uint64_t total) = nullptr;
-    void* context = nullptr;
-    void operator()(const char* stage, uint64_t done, uint64_t total) const {
-        if (call) call(context, stage, done, total);
-    }
-};
-
 // Many texts laid end to end in one buffer, to count many short texts in one
 // call: text i is bytes[i == 0 ? 0 : ends[i - 1], ends[i]).  Chunks never
 // cross texts.  Append a text's bytes to `bytes`, then end_text().
