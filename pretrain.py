@@ -28,6 +28,17 @@ from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, lo
 # train_in imports the training modules (and with them torch) once the run is sure to start.
 
 POSITION = {False: "learned", True: "rope"}
+# flags that are OptimConfig fields of the same name
+OPTIM_FLAGS = (
+    "lr",
+    "weight_decay",
+    "matrix_lr",
+    "embed_lr",
+    "head_lr",
+    "matrix_weight_decay",
+    "head_weight_decay",
+    "min_lr_fraction",
+)
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data"}
@@ -97,6 +108,26 @@ FLAGS = {
         ("--matrix-lr", float, None, "muon: Muon's peak rate for block matrices (default 0.02)"),
         ("--embed-lr", float, None, "muon: AdamW peak rate for embeddings (default 0.2*(n_embd/768)^-0.5)"),
         ("--head-lr", float, None, "muon: AdamW peak rate for the output layer (default 0.004*(n_embd/768)^-0.5)"),
+        (
+            "--matrix-weight-decay",
+            float,
+            None,
+            part(
+                "muon: Muon's decoupled weight decay of block matrices (x(1 - rate*this) a step)", "matrix_weight_decay"
+            ),
+        ),
+        (
+            "--head-weight-decay",
+            float,
+            None,
+            part("muon: AdamW's decoupled weight decay of the output layer", "head_weight_decay"),
+        ),
+        (
+            "--min-lr-fraction",
+            float,
+            None,
+            part("muon: the end of the cosine schedule, as a fraction of each group's peak rate", "min_lr_fraction"),
+        ),
     ],
     "optimization": [
         ("--batch-size", int, 16, "windows per micro-batch and process"),
@@ -126,8 +157,16 @@ FLAGS = {
 RANGES = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), (1, None))
 RANGES |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), (1, None))
 RANGES |= dict.fromkeys("lr min_lr warmup_steps grad_clip weight_decay".split(), (0, None))
-RANGES |= dict.fromkeys("logit_softcap matrix_lr embed_lr head_lr".split(), (0, None))
-RANGES |= {"minutes": (0, None, "strict"), "seed": (0, 2**63 - 1), "dropout": (None, None), "rope_theta": (None, None)}
+RANGES |= dict.fromkeys(
+    "logit_softcap matrix_lr embed_lr head_lr matrix_weight_decay head_weight_decay".split(), (0, None)
+)
+RANGES |= {
+    "min_lr_fraction": (0, 1),
+    "minutes": (0, None, "strict"),
+    "seed": (0, 2**63 - 1),
+    "dropout": (None, None),
+    "rope_theta": (None, None),
+}
 
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
@@ -249,7 +288,7 @@ def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop
     except ValueError as e:
         raise RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
-    optim = OptimConfig(a.optimizer, a.lr, a.weight_decay, a.matrix_lr, a.embed_lr, a.head_lr)
+    optim = OptimConfig(**{k: getattr(a, k) for k in OPTIM_FLAGS}, kind=a.optimizer)
     peak, end = schedule_peak(optim, a.lr, a.min_lr)  # "muon": multipliers of each group's peak
     options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
     r, live = start.build(

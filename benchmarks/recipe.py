@@ -49,6 +49,12 @@ VARIANTS = {
     "arch-only": ["--recipe", "modern", "--optimizer", "adamw"],
     "softcap": ["--recipe", "modern", "--logit-softcap", "15"],
     "tied": ["--recipe", "modern", "--tie-embeddings", "on"],
+    "muon-wd0.05": ["--recipe", "modern", "--matrix-weight-decay", "0.05"],
+    "muon-wd0.2": ["--recipe", "modern", "--matrix-weight-decay", "0.2"],
+    "head-wd0.1": ["--recipe", "modern", "--head-weight-decay", "0.1"],
+    "head-wd0.5": ["--recipe", "modern", "--head-weight-decay", "0.5"],
+    "to-zero": ["--recipe", "modern", "--min-lr-fraction", "0"],
+    "embed-lr0.2": ["--recipe", "modern", "--embed-lr", "0.2"],
 }
 ABLATIONS = ("muon-only", "arch-only", "softcap", "tied")
 

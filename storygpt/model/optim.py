@@ -22,7 +22,7 @@ orthogonalised update has a fixed RMS whatever the width)::
                                               modern model has none)
 
 Each ``"muon"`` group carries its peak rate as ``lr_scale``; the loop's schedule then gives a
-multiplier (1 at the peak, :data:`MIN_LR_FRACTION` at the end) and a group's rate is
+multiplier (1 at the peak, ``min_lr_fraction`` at the end) and a group's rate is
 ``multiplier * lr_scale``.  Groups without ``lr_scale`` (``"adamw"``) get the schedule's rate itself.
 """
 
@@ -33,8 +33,6 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 KINDS = ("adamw", "muon")
-#: The end of the cosine schedule for "muon", as a fraction of each group's peak (as --min-lr = --lr / 10).
-MIN_LR_FRACTION = 0.1
 #: nanochat's reference width for the AdamW learning rates.
 REFERENCE_WIDTH = 768
 
@@ -49,6 +47,11 @@ class OptimConfig:
         weight_decay: AdamW weight decay of ``"adamw"`` (matrices and embeddings).
         matrix_lr, embed_lr, head_lr, gain_lr: peak learning rates of ``"muon"``'s groups; None: the
             width rule of the module docstring.
+        matrix_weight_decay: decoupled weight decay of Muon's block matrices (``"muon"``; each step
+            multiplies them by ``1 - rate * matrix_weight_decay``).
+        min_lr_fraction: the end of ``"muon"``'s cosine schedule, as a fraction of each group's peak.
+        head_weight_decay: AdamW's decoupled weight decay of ``"muon"``'s head group (the untied output
+            layer, or the tied embedding).
         momentum: Muon's momentum.
     """
 
@@ -60,6 +63,9 @@ class OptimConfig:
     head_lr: float | None = None
     gain_lr: float | None = None
     momentum: float = 0.95
+    matrix_weight_decay: float = 0.0
+    head_weight_decay: float = 0.0
+    min_lr_fraction: float = 0.1
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -164,20 +170,25 @@ def build_optimizer(model, config: OptimConfig):
     muon = torch.optim.Muon(
         [{"params": parts["matrix"], "lr_scale": rates["matrix"]}],
         lr=rates["matrix"],
-        weight_decay=0.0,
+        weight_decay=config.matrix_weight_decay,
         momentum=config.momentum,
         nesterov=True,
         adjust_lr_fn="original",
     )
-    groups = [{"params": parts[k], "lr": rates[k], "lr_scale": rates[k]} for k in ("embed", "head", "gain") if parts[k]]
+    decay = {"head": config.head_weight_decay}
+    groups = [
+        {"params": parts[k], "lr": rates[k], "lr_scale": rates[k], "weight_decay": decay.get(k, 0.0)}
+        for k in ("embed", "head", "gain")
+        if parts[k]
+    ]
     adamw = torch.optim.AdamW(groups, betas=(0.8, 0.95), eps=1e-10, weight_decay=0.0)
     return MuonAdamW(muon, adamw)
 
 
 def schedule_peak(config: OptimConfig, lr: float, min_lr: float) -> tuple[float, float]:
     """``(peak, end)`` of the loop's schedule: the learning rates for ``"adamw"``, the multipliers
-    ``(1, MIN_LR_FRACTION)`` for ``"muon"`` (whose groups scale them by their ``lr_scale``)."""
-    return (lr, min_lr) if config.kind == "adamw" else (1.0, MIN_LR_FRACTION)
+    ``(1, config.min_lr_fraction)`` for ``"muon"`` (whose groups scale them by their ``lr_scale``)."""
+    return (lr, min_lr) if config.kind == "adamw" else (1.0, config.min_lr_fraction)
 
 
 def group_lr(group: dict, lr: float) -> float:

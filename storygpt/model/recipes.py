@@ -26,6 +26,9 @@ RECIPES: dict[str, dict] = {
         logit_softcap=0.0,
         bias=True,
         optimizer="adamw",
+        matrix_weight_decay=0.0,
+        head_weight_decay=0.0,
+        min_lr_fraction=0.1,
     ),
     "modern": dict(
         norm="rmsnorm",
@@ -36,12 +39,18 @@ RECIPES: dict[str, dict] = {
         logit_softcap=0.0,
         bias=False,
         optimizer="muon",
+        matrix_weight_decay=0.0,
+        head_weight_decay=0.0,
+        min_lr_fraction=0.1,
     ),
 }
-#: GPTConfig fields a recipe sets.
+#: GPTConfig fields a recipe sets (the others go to OptimConfig).
 ARCH = ("norm", "qk_norm", "mlp", "tie_embeddings", "zero_init", "logit_softcap", "bias")
 #: pretrain.py flags (dest names) that only one optimizer kind reads.
-OPTIMIZER_FLAGS = {"adamw": ("lr", "min_lr", "weight_decay"), "muon": ("matrix_lr", "embed_lr", "head_lr")}
+OPTIMIZER_FLAGS = {
+    "adamw": ("lr", "min_lr", "weight_decay"),
+    "muon": ("matrix_lr", "embed_lr", "head_lr", "matrix_weight_decay", "head_weight_decay", "min_lr_fraction"),
+}
 #: The recipe whose optimizer each kind is.
 RECIPE_OF = {"adamw": "gpt2", "muon": "modern"}
 #: What a run stored before recipes existed was.

@@ -27,7 +27,7 @@ from export_cases import (  # noqa: E402
 from storygpt.export import ExportError, choose_architecture, export  # noqa: E402
 from storygpt.export.arch import GPT_NEOX, LLAMA, NANOCHAT, QWEN3, rotary_row_order  # noqa: E402
 from storygpt.model import GPTConfig  # noqa: E402
-from storygpt.model.recipes import RECIPES  # noqa: E402
+from storygpt.model.recipes import ARCH, RECIPES  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,10 +47,10 @@ def tokenizers(texts) -> dict:
 
 
 # ------------------------------------------------------------------------------- the modern recipe
-MODERN = {k: v for k, v in RECIPES["modern"].items() if k != "optimizer"}
+MODERN = {k: RECIPES["modern"][k] for k in ARCH}
 #: modern with nanochat's logit soft-cap (``--logit-softcap 15``; off by default since the recipe ablation)
 SOFTCAP = {**MODERN, "logit_softcap": 15.0}
-RECIPES_GPT2_ARCH = {k: v for k, v in RECIPES["gpt2"].items() if k != "optimizer"}
+RECIPES_GPT2_ARCH = {k: RECIPES["gpt2"][k] for k in ARCH}
 #: name -> (the GPTConfig parts: the modern recipe with some switched, the stock class they export as)
 VARIANTS = {
     "modern": ({}, "Qwen3ForCausalLM"),

@@ -18,7 +18,7 @@ from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_dig
 from storygpt.evaluate import _nll_rows
 from storygpt.model import GPT, GPTConfig
 from storygpt.model.gpt import SoftCap, SoftCappedLinear
-from storygpt.model.optim import MuonAdamW, OptimConfig, build_optimizer, group_lr, split_parameters
+from storygpt.model.optim import MuonAdamW, OptimConfig, build_optimizer, group_lr, schedule_peak, split_parameters
 from storygpt.model.recipes import ARCH, RECIPES, legacy_args
 from storygpt.train import loop
 
@@ -209,9 +209,15 @@ def test_weight_decay_shrinks_its_group_by_rate_times_decay(group):
         torch.testing.assert_close(b, expected, rtol=0, atol=1e-7)
 
 
+def test_schedule_ends_at_the_recipe_fraction_for_muon_and_min_lr_for_adamw():
+    assert schedule_peak(OptimConfig("adamw"), 3e-3, 3e-4) == (3e-3, 3e-4)
+    assert schedule_peak(OptimConfig("muon"), 3e-3, 3e-4) == (1.0, 0.1)
+    assert schedule_peak(OptimConfig("muon", min_lr_fraction=0.0), 3e-3, 3e-4) == (1.0, 0.0)
+
+
 def test_a_run_from_before_muon_weight_decay_resumes_without_it():
     old = legacy_args({"recipe": "modern", "optimizer": "muon"})
-    assert old["matrix_weight_decay"] == 0.0 and old["head_weight_decay"] == 0.0
+    assert old["matrix_weight_decay"] == 0.0 and old["head_weight_decay"] == 0.0 and old["min_lr_fraction"] == 0.1
     assert legacy_args({"matrix_weight_decay": 0.1})["matrix_weight_decay"] == 0.1
 
 
