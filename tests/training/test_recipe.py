@@ -18,7 +18,15 @@ from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_dig
 from storygpt.evaluate import _nll_rows
 from storygpt.model import GPT, GPTConfig
 from storygpt.model.gpt import SoftCap, SoftCappedLinear
-from storygpt.model.optim import MuonAdamW, OptimConfig, build_optimizer, group_lr, schedule_peak, split_parameters
+from storygpt.model.optim import (
+    Muon,
+    MuonAdamW,
+    OptimConfig,
+    build_optimizer,
+    group_lr,
+    schedule_peak,
+    split_parameters,
+)
 from storygpt.model.recipes import ARCH, RECIPES, legacy_args
 from storygpt.train import loop
 
@@ -207,6 +215,33 @@ def test_weight_decay_shrinks_its_group_by_rate_times_decay(group):
     for p, o, a, b in zip(model.parameters(), old, ends[0.0], ends[0.5]):
         expected = a - rate * 0.5 * o if id(p) in decayed else a
         torch.testing.assert_close(b, expected, rtol=0, atol=1e-7)
+
+
+def test_muon_written_out_is_torchs_step_and_float32_on_the_cpu():
+    """Muon.step_in(bfloat16) equals torch.optim.Muon's step bit for bit over three steps (momentum and
+    weight decay included); float32 (what build_optimizer picks on the CPU) is within bfloat16's error."""
+
+    def run(make, step):
+        torch.manual_seed(3)
+        ws = [torch.nn.Parameter(torch.randn(r, c)) for r, c in [(24, 8), (8, 8), (8, 32)]]
+        opt = make(ws)
+        for i in range(3):
+            for w in ws:
+                w.grad = torch.randn_like(w, generator=None) * (i + 1)
+            step(opt)
+        return [w.detach() for w in ws], opt
+
+    kw = dict(lr=0.02, weight_decay=0.1, momentum=0.95, nesterov=True, adjust_lr_fn="original")
+    torch_ws, torch_opt = run(lambda ws: torch.optim.Muon(ws, **kw), lambda o: o.step())
+    ours, ours_opt = run(lambda ws: Muon(ws, **kw), lambda o: o.step_in(torch.bfloat16))
+    for a, b in zip(torch_ws, ours):
+        assert torch.equal(a, b)
+    assert str(torch_opt.state_dict()) == str(ours_opt.state_dict())
+    f32, _ = run(lambda ws: Muon(ws, ns_dtype=torch.float32, **kw), lambda o: o.step())
+    for a, b in zip(torch_ws, f32):
+        assert not torch.equal(a, b)
+        torch.testing.assert_close(a, b, rtol=0, atol=0.02 * 3 * 0.05)
+    assert build_optimizer(modern(), OptimConfig("muon")).muon.ns_dtype == torch.float32
 
 
 def test_schedule_ends_at_the_recipe_fraction_for_muon_and_min_lr_for_adamw():
