@@ -162,8 +162,10 @@ bool valid_pair(uint32_t a, uint32_t b, const Backtracker& pairs, PairAnswers& a
 // segments' ids, each segment's from the cache, as long as every border
 // between segments holds.  A segment is a stage-1 piece, or the last
 // segment and the next piece joined when their border does not hold (as in
-// indented verse: "  Athens" is "  " "A"..., not " " " Athens");
-// when the joined segment does not hold against the one before it, or grows
+// indented verse: "  Athens" is "  " "A"..., not " " " Athens").  A border
+// between two bytes that no stage-1 merge joins (a letter and a space: most
+// borders) holds without asking, since a merge across it would join them.
+// When the joined segment does not hold against the one before it, or grows
 // beyond what the cache keeps, the stage-1 loop runs over the whole chunk.
 // The chunks themselves are not cached: clauses rarely repeat.
 void Encoder::encode_staged(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
@@ -177,7 +179,8 @@ void Encoder::encode_staged(const unsigned char* p, size_t n, const unsigned cha
         stop = chunk_end(chunk, start, stage1_pattern_);
         const size_t border = out.size();
         stage1.encode_chunk(p + start, stop - start, end, out, cache);
-        if (border == first || valid_pair(out[border - 1], out[border], pairs, cache.valid_pairs)) {
+        if (border == first || !may_join(p[start - 1], p[start]) ||
+            valid_pair(out[border - 1], out[border], pairs, cache.valid_pairs)) {
             segment_byte = start;
             segment_id = border;
             continue;
@@ -213,6 +216,12 @@ std::string Encoder::split_stages(const std::vector<MergeRule>& stage1_merges, P
         return e.what();
     }
     if (!stage1->backtracker_) return "stage 1 cannot decide pairs: " + stage1->backtrack_refusal_;
+    stage1_joins_.assign(65536 / 64, 0);
+    for (const MergeRule& m : stage1_merges) {
+        const unsigned join = static_cast<unsigned char>(token_bytes_unchecked(m.left).back()) << 8 |
+                              static_cast<unsigned char>(token_bytes_unchecked(m.right).front());
+        stage1_joins_[join / 64] |= uint64_t(1) << (join % 64);
+    }
     stage1_ = std::move(stage1);
     stage1_pattern_ = stage1_pattern;
     caches_.reset(new CachePool());  // the caches now hold stage-1 pieces, not whole chunks

@@ -110,6 +110,11 @@ class Encoder {
     void merge_long(std::vector<uint32_t>& symbol, std::vector<uint32_t>& out) const;
     // The merge loop continued over the ids out[first, end), in place.
     void merge_ids(std::vector<uint32_t>& out, size_t first) const;
+    // Whether a stage-1 merge may join the bytes x and y (stage1_joins_).
+    bool may_join(unsigned char x, unsigned char y) const {
+        const unsigned join = x << 8 | y;
+        return (stage1_joins_[join / 64] >> (join % 64)) & 1;
+    }
     // A chunk when split_stages was taken.
     void encode_staged(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
                        WorkerCache& cache) const;
@@ -134,6 +139,9 @@ class Encoder {
     bool merges_in_order_ = true;
     // split_stages: the first merges alone, on chunks of stage1_pattern_.
     std::unique_ptr<const Encoder> stage1_;
+    // Bit x << 8 | y: some stage-1 merge joins a token ending in byte x to one
+    // starting with byte y.  No other border can be merged across.
+    std::vector<uint64_t> stage1_joins_;
     Pattern stage1_pattern_ = Pattern::GPT4;
 };
 
