@@ -168,11 +168,37 @@ class ShortChunkCache {
     std::vector<uint32_t> arena_;
 };
 
+// Yes/no answers about pairs of ids, not synchronised: a direct-mapped table
+// of pair << 1 | answer (a new pair evicts the old one), 128 KiB, allocated
+// by the first put.  Holds the SuperBPE encoder's piece-border checks
+// (Encoder::encode_staged), which ask about the same few pairs again and again.
+class PairAnswers {
+   public:
+    // 1 or 0 when `pair` is known, -1 when not.
+    int get(uint64_t pair) const {
+        if (slots_.empty()) return -1;
+        const uint64_t slot = slots_[index(pair)];
+        return slot >> 1 == pair ? static_cast<int>(slot & 1) : -1;
+    }
+    void put(uint64_t pair, bool answer) {
+        if (slots_.empty()) slots_.assign(size_t(1) << kLog2Slots, kEmpty);
+        slots_[index(pair)] = pair << 1 | static_cast<uint64_t>(answer);
+    }
+
+   private:
+    static constexpr unsigned kLog2Slots = 14;
+    static constexpr uint64_t kEmpty = ~uint64_t(0);  // no pair: pairs are below 2**63
+    static size_t index(uint64_t pair) { return (pair * 0x9E3779B97F4A7C15ULL) >> (64 - kLog2Slots); }
+    std::vector<uint64_t> slots_;
+};
+
 // The caches one thread uses for one encoding call: short chunks in a
-// ShortChunkCache, 17-256 byte chunks in a CacheTable.
+// ShortChunkCache, 17-256 byte chunks in a CacheTable, pair answers for
+// SuperBPE.
 struct WorkerCache {
     ShortChunkCache short_chunks{16};                          // up to 65,536 sets, 4 MiB
     CacheTable long_chunks{size_t(1) << 16, size_t(1) << 22};  // up to 32,768 entries, 4 MiB of keys
+    PairAnswers valid_pairs;
     void allow(size_t input_bytes) {
         short_chunks.allow(input_bytes);
         long_chunks.allow(input_bytes);

@@ -11,8 +11,13 @@ namespace storygpt {
 // lowest (first on ties); each merge does two look-ups.  O(n^2) but n <= 64.
 void Encoder::encode_short(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
     uint32_t symbol[64];
-    uint64_t merge[64];  // merge[i]: lookup(symbol[i], symbol[i + 1])
     for (size_t i = 0; i < n; ++i) symbol[i] = byte_ids_[p[i]];
+    n = merge_short(symbol, n);
+    for (size_t i = 0; i < n; ++i) out.push_back(symbol[i]);
+}
+
+size_t Encoder::merge_short(uint32_t* symbol, size_t n) const {
+    uint64_t merge[64];  // merge[i]: lookup(symbol[i], symbol[i + 1])
     for (size_t i = 0; i + 1 < n; ++i) merge[i] = lookup(symbol[i], symbol[i + 1]);
     while (n > 1) {
         uint32_t best_rank = UINT32_MAX;
@@ -33,7 +38,19 @@ void Encoder::encode_short(const unsigned char* p, size_t n, std::vector<uint32_
         if (best > 0) merge[best - 1] = lookup(symbol[best - 1], symbol[best]);
         if (best + 1 < n) merge[best] = lookup(symbol[best], symbol[best + 1]);
     }
-    for (size_t i = 0; i < n; ++i) out.push_back(symbol[i]);
+    return n;
+}
+
+void Encoder::merge_ids(std::vector<uint32_t>& out, size_t first) const {
+    const size_t n = out.size() - first;
+    if (n < 2) return;
+    if (n <= 64) {
+        out.resize(first + merge_short(out.data() + first, n));
+        return;
+    }
+    std::vector<uint32_t> symbol(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+    out.resize(first);
+    merge_long(symbol, out);
 }
 
 namespace {
@@ -123,14 +140,20 @@ class RunQueue {
 // rank << 32 | position over mergeable adjacent pairs; an entry is stale
 // when the pair at its position no longer has its rank.  O(n log n).
 void Encoder::encode_long(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const {
+    std::vector<uint32_t> symbol(n);
+    for (size_t i = 0; i < n; ++i) symbol[i] = byte_ids_[p[i]];
+    merge_long(symbol, out);
+}
+
+void Encoder::merge_long(std::vector<uint32_t>& symbol, std::vector<uint32_t>& out) const {
     constexpr uint32_t kNone = UINT32_MAX;
     constexpr uint64_t kRankMask = ~uint64_t(0) << 32;
+    const size_t n = symbol.size();
     if (n >= kNone) throw std::length_error("a pre-tokenization chunk of 4 GiB or more cannot be encoded");
-    std::vector<uint32_t> symbol(n), next(n), prev(n);
+    std::vector<uint32_t> next(n), prev(n);
     std::vector<uint64_t> pairs;
     pairs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
-        symbol[i] = byte_ids_[p[i]];
         next[i] = i + 1 < n ? static_cast<uint32_t>(i + 1) : kNone;
         prev[i] = i > 0 ? static_cast<uint32_t>(i - 1) : kNone;
     }

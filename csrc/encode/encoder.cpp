@@ -65,6 +65,7 @@ Encoder::Encoder(const std::vector<MergeRule>& merges, const std::optional<std::
             throw std::invalid_argument(describe(i, m) + " uses an id not defined before it");
         check_id(m.new_id, (describe(i, m) + ": new id").c_str(), merges.size());
         std::string bytes = vocab[m.left] + vocab[m.right];
+        if (has_token(m.new_id) || (ranks && i > 0 && (*ranks)[i] <= (*ranks)[i - 1])) merges_in_order_ = false;
         if (!has_token(m.new_id))
             define(m.new_id, bytes);
         else if (vocab[m.new_id] != bytes)  // several merges may make one token (rank files), never other bytes
@@ -112,6 +113,10 @@ inline void Encoder::encode_chunk(const unsigned char* p, size_t n, const unsign
         out.push_back(byte_ids_[p[0]]);
         return;
     }
+    if (stage1_) {
+        encode_staged(p, n, end, out, cache);
+        return;
+    }
     if (n <= ShortChunkCache::kMaxBytes && cache.short_chunks.get(make_short_key(p, n, end), out)) return;
     encode_chunk_miss(p, n, end, out, cache);
 }
@@ -134,6 +139,95 @@ void Encoder::encode_chunk_miss(const unsigned char* p, size_t n, const unsigned
     cache.long_chunks.put(p, n, h, out.data() + before, out.size() - before);
 }
 
+namespace {
+bool valid_pair(uint32_t a, uint32_t b, const Backtracker& pairs, PairAnswers& answers) {
+    const uint64_t key = pair_key(a, b);
+    const int known = answers.get(key);
+    if (known >= 0) return known != 0;
+    const bool valid = pairs.valid_pair(a, b);
+    answers.put(key, valid);
+    return valid;
+}
+}  // namespace
+
+// Why this gives the merge loop's ids.  split_stages checked that every merge
+// makes a new token and ranks above those before it, so the merge loop is
+// one pass per merge in rank order, and a stage-2 merge makes a token that
+// no stage-1 merge uses: the loop on a chunk is the stage-1 loop and then
+// the stage-2 merges over its ids (merge_ids).  The stage-1 loop on bytes
+// A + B gives ids(A) + ids(B) when the pair across the border, the last id
+// a of A and the first id b of B, stays [a, b] on bytes(a) + bytes(b)
+// (Backtracker::valid_pair; no pass can merge across the border before the
+// same pass does on those bytes alone).  So the chunk's stage-1 ids are its
+// segments' ids, each segment's from the cache, as long as every border
+// between segments holds.  A segment is a stage-1 piece, or the last
+// segment and the next piece joined when their border does not hold (as in
+// indented verse: "  Athens" is "  " "A"..., not " " " Athens").  A border
+// between two bytes that no stage-1 merge joins (a letter and a space: most
+// borders) holds without asking, since a merge across it would join them.
+// When the joined segment does not hold against the one before it, or grows
+// beyond what the cache keeps, the stage-1 loop runs over the whole chunk.
+// The chunks themselves are not cached: clauses rarely repeat.
+void Encoder::encode_staged(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                            WorkerCache& cache) const {
+    const Encoder& stage1 = *stage1_;
+    const Backtracker& pairs = *stage1.backtracker_;
+    const std::string_view chunk(reinterpret_cast<const char*>(p), n);
+    const size_t first = out.size();
+    size_t segment_byte = 0, segment_id = first;  // where the last segment starts
+    for (size_t start = 0, stop; start < n; start = stop) {
+        stop = chunk_end(chunk, start, stage1_pattern_);
+        const size_t border = out.size();
+        stage1.encode_chunk(p + start, stop - start, end, out, cache);
+        if (border == first || !may_join(p[start - 1], p[start]) ||
+            valid_pair(out[border - 1], out[border], pairs, cache.valid_pairs)) {
+            segment_byte = start;
+            segment_id = border;
+            continue;
+        }
+        out.resize(segment_id);
+        if (stop - segment_byte <= kMaxCachedChunk) {
+            stage1.encode_chunk(p + segment_byte, stop - segment_byte, end, out, cache);
+            if (segment_id == first || valid_pair(out[segment_id - 1], out[segment_id], pairs, cache.valid_pairs))
+                continue;
+        }
+        out.resize(first);
+        stage1.encode_chunk_uncached(p, n, out);
+        break;
+    }
+    merge_ids(out, first);
+}
+
+std::string Encoder::split_stages(const std::vector<MergeRule>& stage1_merges, Pattern stage1_pattern) {
+    if (!merges_in_order_) return "some merge makes a token made before, or ranks below a merge listed before it";
+    if (stage1_merges.size() > num_merges_) return "more stage-1 merges than merges";
+    for (size_t i = 0; i < stage1_merges.size(); ++i) {
+        const MergeRule& m = stage1_merges[i];
+        const bool same = has_token(m.left) && has_token(m.right) && has_token(m.new_id) &&
+                          lookup(static_cast<uint32_t>(m.left), static_cast<uint32_t>(m.right)) ==
+                              (uint64_t(i) << 32 | static_cast<uint64_t>(m.new_id));
+        if (!same) return "stage-1 merge " + std::to_string(i) + " is not merge " + std::to_string(i);
+    }
+    std::unique_ptr<Encoder> stage1;
+    try {
+        stage1.reset(new Encoder(stage1_merges, std::vector<int64_t>(byte_ids_.begin(), byte_ids_.end()),
+                                 stage1_pattern, std::nullopt));
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    if (!stage1->backtracker_) return "stage 1 cannot decide pairs: " + stage1->backtrack_refusal_;
+    stage1_joins_.assign(65536 / 64, 0);
+    for (const MergeRule& m : stage1_merges) {
+        const unsigned join = static_cast<unsigned char>(token_bytes_unchecked(m.left).back()) << 8 |
+                              static_cast<unsigned char>(token_bytes_unchecked(m.right).front());
+        stage1_joins_[join / 64] |= uint64_t(1) << (join % 64);
+    }
+    stage1_ = std::move(stage1);
+    stage1_pattern_ = stage1_pattern;
+    caches_.reset(new CachePool());  // the caches now hold stage-1 pieces, not whole chunks
+    return "";
+}
+
 void Encoder::encode_pieces(std::string_view data, std::vector<uint32_t>& out, WorkerCache& cache, size_t from) const {
     out.reserve(out.size() + (data.size() - from) / 3);
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
@@ -152,7 +246,7 @@ void Encoder::encode(std::string_view data, std::vector<uint32_t>& out) const {
     // none (a fresh cache costs its tables first touched).
     const auto* base = reinterpret_cast<const unsigned char*>(data.data());
     size_t start = 0;
-    for (size_t end; start < data.size(); start = end) {
+    for (size_t end; start < data.size() && !stage1_; start = end) {
         end = chunk_end(data, start, pattern_);
         const size_t n = end - start;
         if (n == 1)

@@ -80,6 +80,15 @@ class Encoder {
     // Why long chunks cannot use the backtracking encoder ("" when they can).
     const std::string& backtrack_refusal() const { return backtrack_refusal_; }
 
+    // SuperBPE (issue 21): declares the first merges, learned on chunks of
+    // `stage1_pattern`, a stage of their own, so that each chunk is encoded as
+    // its stage-1 pieces (through the cache) and then the later merges
+    // (encode_staged); the ids stay those of the merge loop.  Returns "" when
+    // taken, else why not (then nothing changes).  Never call it while
+    // another thread uses the encoder.
+    std::string split_stages(const std::vector<MergeRule>& stage1_merges, Pattern stage1_pattern);
+    bool stages_split() const { return stage1_ != nullptr; }
+
    private:
     // A merge: rank index << 32 | new id, or kNoMerge.
     static constexpr uint64_t kNoMerge = MergeTable::kNoMerge;
@@ -95,6 +104,20 @@ class Encoder {
                            WorkerCache& cache) const;
     void encode_short(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
     void encode_long(const unsigned char* p, size_t n, std::vector<uint32_t>& out) const;
+    // The merge loop over ids instead of bytes: symbol[0, n), n <= 64, in
+    // place (returns the new length); or any number, appended to `out`.
+    size_t merge_short(uint32_t* symbol, size_t n) const;
+    void merge_long(std::vector<uint32_t>& symbol, std::vector<uint32_t>& out) const;
+    // The merge loop continued over the ids out[first, end), in place.
+    void merge_ids(std::vector<uint32_t>& out, size_t first) const;
+    // Whether a stage-1 merge may join the bytes x and y (stage1_joins_).
+    bool may_join(unsigned char x, unsigned char y) const {
+        const unsigned join = x << 8 | y;
+        return (stage1_joins_[join / 64] >> (join % 64)) & 1;
+    }
+    // A chunk when split_stages was taken.
+    void encode_staged(const unsigned char* p, size_t n, const unsigned char* end, std::vector<uint32_t>& out,
+                       WorkerCache& cache) const;
     std::string_view token_bytes_unchecked(size_t id) const {
         return std::string_view(token_blob_).substr(token_offset_[id], token_offset_[id + 1] - token_offset_[id]);
     }
@@ -111,6 +134,15 @@ class Encoder {
     // The long-chunk encoder, built with the encoder; null when the vocabulary does not allow it.
     std::unique_ptr<const Backtracker> backtracker_;
     std::string backtrack_refusal_;
+    // Every merge makes a new token and ranks above the ones listed before
+    // it: what split_stages needs.
+    bool merges_in_order_ = true;
+    // split_stages: the first merges alone, on chunks of stage1_pattern_.
+    std::unique_ptr<const Encoder> stage1_;
+    // Bit x << 8 | y: some stage-1 merge joins a token ending in byte x to one
+    // starting with byte y.  No other border can be merged across.
+    std::vector<uint64_t> stage1_joins_;
+    Pattern stage1_pattern_ = Pattern::GPT4;
 };
 
 }  // namespace storygpt

@@ -110,6 +110,28 @@ Raises:
              py::arg("merges"), py::arg("byte_ids") = py::none(), py::arg("pattern") = "simple",
              py::arg("ranks") = py::none())
         .def(
+            "split_stages",
+            [](storygpt::Encoder& enc, const std::vector<std::tuple<int64_t, int64_t, int64_t>>& stage1_merges,
+               const std::string& stage1_pattern) {
+                std::vector<storygpt::MergeRule> rules;
+                rules.reserve(stage1_merges.size());
+                for (const auto& t : stage1_merges) rules.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t)});
+                const storygpt::Pattern p = storygpt::parse_pattern(stage1_pattern);
+                return enc.split_stages(rules, p);
+            },
+            py::arg("stage1_merges"), py::arg("stage1_pattern"),
+            R"doc(SuperBPE: the first merges (stage1_merges, which must be this encoder's first
+ones) were learned on stage1_pattern chunks; encode each chunk as its stage-1
+pieces through the chunk cache, then the later merges.  Same ids, faster on
+chunks that rarely repeat.  Returns '' when taken, else why not (nothing
+changes).  Call it once, right after construction (not thread-safe).
+
+Raises:
+    ValueError: an unknown pattern name.)doc")
+        .def_property_readonly(
+            "stages_split", [](const storygpt::Encoder& enc) { return enc.stages_split(); },
+            "True when split_stages was taken.")
+        .def(
             "encode",
             [](const storygpt::Encoder& enc, const py::bytes& data) {
                 std::string_view v = view_of(data);

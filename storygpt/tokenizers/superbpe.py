@@ -24,6 +24,8 @@ from .superbpe_reference import STAGE2_PATTERN, check_transition, default_transi
 #: line break followed by something else, or after sentence punctuation followed by
 #: something else.
 _SUPERWORD_CUT_RX = regex.compile(r"(?r)[\r\n](?=[^\r\n])|[.!?;:](?=[^.!?;:])")
+#: The stage-1 patterns the C++ encoder knows (split_stages).
+_CPP_PATTERNS = frozenset({"simple", "gpt2", "gpt4", "o200k", "superword"})
 #: The special tokens of a tokenizer a SPEC builds (``<pad>``, ``<|endoftext|>``).
 SPEC_SPECIALS = 2
 
@@ -70,6 +72,10 @@ class SuperBPETokenizer(BPETokenizer):
         self.transition = int(transition)
         self.stage1_pattern = stage1_pattern
         self.stage1_merges = int(stage1_merges)
+        if self.backend == "cpp" and self._merges is not None and self.stage1_pattern in _CPP_PATTERNS:
+            # Same ids either way; encodes each clause as its stage-1 pieces through the encoder's
+            # chunk cache, then the stage-2 merges (issue 21).  A refusal leaves the plain merge loop.
+            self._encoder.split_stages(self._merges[: self.stage1_merges], self.stage1_pattern)
         return self
 
     def to_dict(self) -> dict:

@@ -120,6 +120,7 @@ def test_tokenizer_records_stage_rule_and_loads_back(small_tok, tmp_path):
     small_tok.save(tmp_path / "tok.json")
     back = load(tmp_path / "tok.json")
     assert isinstance(back, SuperBPETokenizer) and back.kind == "superbpe"
+    assert back._encoder.stages_split and small_tok._encoder.stages_split  # the stage-split encoder
     assert (back.transition, back.stage1_pattern, back.stage1_merges) == (330, "gpt4", small_tok.stage1_merges)
     d = back.to_dict()["superbpe"]
     assert d["stage2_pattern"] == "superword" and d["stage2_regex"] == ref.PATTERNS["superword"].decode()
@@ -150,6 +151,57 @@ def test_long_chunk_encodes_like_the_reference(small_tok):
     chunk = "it is the cause and the sun and the moon, " * 60
     reference = ref.Encoder(small_tok.merges, pattern="superword")
     assert small_tok.encode_ordinary(chunk) == reference.encode(chunk.encode())
+
+
+# ----------------------------------------------------------------------------- stage-split encoding
+# The C++ encoder encodes a clause as its stage-1 pieces (each through the chunk cache), checks each
+# piece border, then applies the stage-2 merges (Encoder.split_stages); the reference runs the merge
+# loop over the whole clause.  Indented verse teaches stage 1 runs of spaces, so that a clause
+# starting with two spaces crosses a border the merge loop merges across: "  " "A"..., not " " " A...".
+SPACED_TEXT = (
+    "    To Athens, my lord, and see the king. A word,  Athens!  And the Athenian lord.\n"
+    "        Go  to  Athens; 'tis late, and we'll see 12345 lords.  All's well.\n"
+) * 20
+
+
+@pytest.fixture(scope="module")
+def spaced_tok():
+    return train_superbpe(SPACED_TEXT, 340, 300, pattern="gpt4", special_tokens=SPECIALS)
+
+
+def stage1_ids(tok, data: bytes, pattern: str) -> list[int]:
+    return ref.Encoder(tok.merges[: tok.stage1_merges], pattern=pattern).encode(data)
+
+
+def test_split_stages_is_taken_and_refused_when_it_cannot_hold(spaced_tok):
+    assert spaced_tok._encoder.stages_split
+    merges = spaced_tok.merges
+    plain = load_cpp().Encoder(merges, None, "superword")
+    assert not plain.stages_split
+    assert "merge 0" in plain.split_stages(merges[1:3], "gpt4") and not plain.stages_split
+    tied = load_cpp().Encoder(merges, None, "superword", [0] * len(merges))
+    assert tied.split_stages(merges[:10], "gpt4") != "" and not tied.stages_split
+    with pytest.raises(ValueError, match="pattern"):
+        plain.split_stages(merges[:10], "nope")
+
+
+def test_split_stages_gives_the_merge_loops_ids_across_incompatible_borders(spaced_tok):
+    """A clause whose stage-1 pieces encode otherwise than the whole clause (the fall-back path)."""
+    clause = b"  Athens"
+    assert stage1_ids(spaced_tok, clause, "superword") != stage1_ids(spaced_tok, clause, "gpt4")
+    reference = ref.Encoder(spaced_tok.merges, pattern="superword")
+    plain = load_cpp().Encoder(spaced_tok.merges, None, "superword")
+    for text in ["  Athens", "Go.  Athens", "x.  Athens  Athens, lord.   Athens 'tis", SPACED_TEXT[:300]]:
+        want = reference.encode(text.encode())
+        assert spaced_tok.encode_ordinary(text) == want == list(plain.encode(text.encode())), text
+        assert spaced_tok.encode_batch([text, text], disallowed_special=()) == [want, want]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="  Aathens'ls.,;\n1é中", max_size=120))
+def test_split_stages_matches_the_reference_on_generated_text(spaced_tok, text):
+    reference = ref.Encoder(spaced_tok.merges, pattern="superword")
+    assert spaced_tok.encode_ordinary(text) == reference.encode(text.encode())
 
 
 # ----------------------------------------------------------------------------- export
