@@ -47,8 +47,13 @@ RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "tot
 
 def part(text: str, field: str) -> str:
     """A recipe part's help: what it does and what each recipe sets it to."""
-    shown = {True: "on", False: "off"}
-    values = ", ".join(f"{name}: {shown.get(r[field], r[field])}" for name, r in recipes.RECIPES.items())
+
+    def shown(v):
+        return ("on" if v else "off") if isinstance(v, bool) else v
+
+    if field in recipes.OPTIMIZER_FLAGS["muon"]:  # only the muon optimizer reads it
+        return f"part: {text}; modern: {shown(recipes.RECIPES['modern'][field])}"
+    values = ", ".join(f"{name}: {shown(r[field])}" for name, r in recipes.RECIPES.items())
     return f"part: {text}; {values}"
 
 

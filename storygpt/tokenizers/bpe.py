@@ -60,9 +60,9 @@ def load_cpp():
             "the C++ extension storygpt._bpe is not built; run `python setup.py build_ext --inplace` "
             "in the repository root, or pass backend='reference'"
         ) from e
-    if not hasattr(_bpe, "Encoder") or not hasattr(_bpe, "train"):
+    if not hasattr(_bpe, "Encoder") or not hasattr(_bpe, "train") or not hasattr(_bpe.Encoder, "split_stages"):
         raise ImportError(
-            "this build of storygpt._bpe has no Encoder/train yet (rebuild with "
+            "this build of storygpt._bpe is older than its Python code (no Encoder/train/split_stages; rebuild with "
             "`python setup.py build_ext --inplace`), or pass backend='reference'"
         )
     return _bpe

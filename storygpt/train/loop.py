@@ -384,7 +384,8 @@ def run(r: Run, live: Live) -> TrainState:
         state.flops = state.tokens * r.flops_per_token
         state.elapsed, _, loss = agree(r, start_elapsed + time.perf_counter() - t0, loss)
         if not math.isfinite(loss):
-            raise RunError(f"the training loss became {loss} at step {state.step}; try a lower --lr")
+            hint = "--lr" if isinstance(r.optimizer, torch.optim.AdamW) else "--matrix-lr/--embed-lr/--head-lr"
+            raise RunError(f"the training loss became {loss} at step {state.step}; try a lower {hint}")
         if live.metrics is not None:
             live.metrics.write({"kind": "step", **counters(state), "lr": lr, "loss": loss, "grad_norm": norm})
         if live.bar is not None:

@@ -324,6 +324,13 @@ def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp
     assert "is a --recipe modern run, not --recipe gpt2; resume it with --recipe modern" in str(e.value.code)
 
 
+def test_a_nan_loss_names_the_rates_of_the_runs_own_optimizer(corpus, tmp_path):
+    flags = ["--max-steps", "3", "--eval-interval", "3", "--matrix-weight-decay", "1e30", "--head-weight-decay", "1e30"]
+    with pytest.raises(SystemExit) as e:
+        train(corpus, tmp_path / "run", *flags)
+    assert "the training loss became nan at step 2; try a lower --matrix-lr/--embed-lr/--head-lr" in str(e.value.code)
+
+
 def parse_error(capsys, *argv) -> str:
     with pytest.raises(SystemExit):
         pretrain.parse(list(argv))
