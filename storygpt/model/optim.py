@@ -12,7 +12,7 @@ Two kinds:
   position embeddings, the output layer, and any gains and biases.  On the CPU, Muon's Newton-Schulz
   iteration runs in float32 (:class:`Muon`): torch's runs it in bfloat16, which CPUs without native
   bfloat16 (AVX2, no AVX-512 BF16) emulate at 18x the cost (203 against 11 ms a step for the
-  ``small`` preset's twelve block matrices on an AMD EPYC with AVX2; 1.5x gpt2's whole step).
+  ``small`` preset's twelve block matrices on an AMD EPYC with AVX2: a modern step took 1.4x gpt2's).
 
 Learning rates of ``"muon"``, scaled with the width ``d = n_embd`` (the rule of nanochat, Karpathy
 2025, ``setup_optimizers``: AdamW rates scaled by ``(d / 768) ** -0.5``, Muon's not, since the
@@ -52,10 +52,13 @@ class OptimConfig:
             width rule of the module docstring.
         matrix_weight_decay: decoupled weight decay of Muon's block matrices (``"muon"``; each step
             multiplies them by ``1 - rate * matrix_weight_decay``).
-        min_lr_fraction: the end of ``"muon"``'s cosine schedule, as a fraction of each group's peak.
         head_weight_decay: AdamW's decoupled weight decay of ``"muon"``'s head group (the untied output
             layer, or the tied embedding).
+        min_lr_fraction: the end of ``"muon"``'s cosine schedule, as a fraction of each group's peak.
         momentum: Muon's momentum.
+
+    The Newton-Schulz dtype of :class:`Muon` is not a field: it follows the device (float32 on the CPU,
+    bfloat16 elsewhere), so a run resumed on another device changes it.
     """
 
     kind: str = "adamw"
