@@ -3,14 +3,18 @@
 All project metadata lives in ``pyproject.toml``; this file only declares the
 pybind11 extension so that ``pip install .`` / ``pip install -e .`` compile it
 with optimisation (-O3) and C++17.  Sources: every .cpp under csrc/ (csrc/common,
-pretokenize, train, encode: pure C++; csrc/python: the bindings), included as "layer/file.h" from csrc/.
+pretokenize, train, encode: pure C++; csrc/python: the bindings), included as "layer/file.h" from csrc/,
+compiled in parallel (pybind11's ``ParallelCompile``).
 """
 
 import sys
 from pathlib import Path
 
-from pybind11.setup_helpers import Pybind11Extension, build_ext
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
+
+# Compile the sources in parallel, one job per core (STORYGPT_BUILD_JOBS=N to set N).
+ParallelCompile("STORYGPT_BUILD_JOBS", default=0).install()
 
 extra_compile_args = []
 if sys.platform != "win32":
