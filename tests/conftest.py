@@ -85,7 +85,13 @@ _TOOL_MODULES: dict = {}
 _PROCESS_WARNING_FILTERS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
-def call_tool(name: str, *argv, cwd=None) -> subprocess.CompletedProcess:
+def _storygpt_attributes() -> dict:
+    """The attributes of the loaded ``storygpt`` modules and ``os`` (what tests/tool_faults.py's faults replace)."""
+    mods = {n: m for n, m in list(sys.modules.items()) if m is not None and (n == "os" or n.startswith("storygpt"))}
+    return {n: dict(vars(m)) for n, m in mods.items()}
+
+
+def call_tool(name: str, *argv, cwd=None, fault: str | None = None) -> subprocess.CompletedProcess:
     """:func:`run_tool` without the subprocess: ``REPO/NAME.py``'s ``main`` run in this process as its
     ``__main__`` block runs it (``storygpt.cli.run``), saving the 2-3 s interpreter and torch start-up.
 
@@ -93,8 +99,10 @@ def call_tool(name: str, *argv, cwd=None) -> subprocess.CompletedProcess:
     ``SystemExit`` (a message given to it printed on stderr with status 1, as the interpreter does), an
     uncaught exception's traceback on stderr with status 1, warnings printed on stderr under a plain
     process's filters (pytest's recording of them is bypassed).  ``cwd`` is entered for the call; torch's
-    thread count and random state are restored afterwards.  Faults, signals, environment variables and
-    several processes need :func:`run_tool`.
+    thread count and random state are restored afterwards.  ``fault="NAME[:ARG]"`` applies that fault of
+    tests/tool_faults.py for the call only (the attributes of ``storygpt`` modules and ``os`` it replaced are
+    put back; it must replace them on modules the tool has imported by then).  Signals, environment variables
+    and several processes need :func:`run_tool`.
     """
     import contextlib
     import importlib.util
@@ -119,8 +127,14 @@ def call_tool(name: str, *argv, cwd=None) -> subprocess.CompletedProcess:
     def show(message, category, filename, lineno, file=None, line=None):
         err.write(warnings.formatwarning(message, category, filename, lineno, line))
 
-    code = 0
+    code, attributes = 0, None
     try:
+        if fault is not None:
+            import tool_faults  # tests/tool_faults.py
+
+            attributes = _storygpt_attributes()
+            fault_name, _, fault_arg = fault.partition(":")
+            tool_faults.FAULTS[fault_name](fault_arg)
         sys.argv = [str(REPO / f"{name}.py"), *args]
         if cwd is not None:
             os.chdir(cwd)
@@ -141,6 +155,12 @@ def call_tool(name: str, *argv, cwd=None) -> subprocess.CompletedProcess:
                 err.write(traceback.format_exc())
                 code = 1
     finally:
+        if attributes is not None:
+            for module_name, before in attributes.items():
+                module = sys.modules[module_name]
+                for key, value in before.items():
+                    if vars(module).get(key, value) is not value:
+                        setattr(module, key, value)
         os.chdir(cwd_before)
         sys.argv = argv_before
         torch.set_num_threads(threads)
