@@ -249,7 +249,8 @@ def corpus_text(n_docs: int = 12) -> str:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> dict[str, Path]:
     """``root/tiny.txt`` (``src``) prepared by data.py into ``root/data/tiny`` (``corpus``: bpe-300 and word-60
-    token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``).
+    token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``);
+    the tools run in this process (:func:`call_tool`).
     """
     pytest.importorskip("torch")
     root = tmp_path_factory.mktemp("tiny_run")
@@ -257,9 +258,9 @@ def tiny_run(tmp_path_factory) -> dict[str, Path]:
     src.write_text(corpus_text(), encoding="utf-8")
     common = ["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--threads", "1"]
     for kind in (["--bpe", "--vocab-size", "300"], ["--vocab-size", "60"]):
-        done = run_tool("data", *common, *kind)
+        done = call_tool("data", *common, *kind)
         assert done.returncode == 0, done.stderr
     corpus = root / "data" / "tiny"
-    done = run_tool("pretrain", *tiny_argv(corpus, root / "ck", "--max-steps", "2"))
+    done = call_tool("pretrain", *tiny_argv(corpus, root / "ck", "--max-steps", "2"))
     assert done.returncode == 0, done.stderr
     return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"}
