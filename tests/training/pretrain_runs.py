@@ -69,8 +69,8 @@ def make_corpus(root: Path, name="tiny", valid_text=None, kind="word") -> Path:
 
 
 def trained(*argv, cwd=None) -> dict:
-    """``python pretrain.py ARGV`` (in this process), which must succeed: the run's summary.json, with ``history`` (the ``eval``
-    rows of its metrics.jsonl), ``folder`` (the run folder) and ``stdout``."""
+    """``python pretrain.py ARGV`` (in this process), which must succeed: the run's summary.json, with
+    ``history`` (the ``eval`` rows of its metrics.jsonl), ``folder`` (the run folder) and ``stdout``."""
     done = call_tool("pretrain", *argv, cwd=cwd)
     assert done.returncode == 0, done.stderr
     shown = re.search(r"^run (.+?) \| corpus", done.stdout, re.MULTILINE)
