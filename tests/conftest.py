@@ -80,6 +80,94 @@ def run_tool(
     return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
+_TOOL_MODULES: dict = {}
+#: the warning filters of a plain ``python`` process (the warnings it prints on stderr)
+_PROCESS_WARNING_FILTERS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+def _storygpt_attributes() -> dict:
+    """The attributes of the loaded ``storygpt`` modules and ``os`` (what tests/tool_faults.py's faults replace)."""
+    mods = {n: m for n, m in list(sys.modules.items()) if m is not None and (n == "os" or n.startswith("storygpt"))}
+    return {n: dict(vars(m)) for n, m in mods.items()}
+
+
+def call_tool(name: str, *argv, cwd=None, fault: str | None = None) -> subprocess.CompletedProcess:
+    """:func:`run_tool` without the subprocess: ``REPO/NAME.py``'s ``main`` run in this process as its
+    ``__main__`` block runs it (``storygpt.cli.run``), saving the 2-3 s interpreter and torch start-up.
+
+    What a process would show is kept: stdout and stderr captured (not terminals), the exit status of the
+    ``SystemExit`` (a message given to it printed on stderr with status 1, as the interpreter does), an
+    uncaught exception's traceback on stderr with status 1, warnings printed on stderr under a plain
+    process's filters (pytest's recording of them is bypassed).  ``cwd`` is entered for the call; torch's
+    thread count and random state are restored afterwards.  ``fault="NAME[:ARG]"`` applies that fault of
+    tests/tool_faults.py for the call only (the attributes of ``storygpt`` modules and ``os`` it replaced are
+    put back; it must replace them on modules the tool has imported by then).  Signals, environment variables
+    and several processes need :func:`run_tool`.
+    """
+    import contextlib
+    import importlib.util
+    import io
+    import traceback
+    import warnings
+
+    import torch
+
+    from storygpt.cli import run
+
+    if name not in _TOOL_MODULES:
+        spec = importlib.util.spec_from_file_location(f"storygpt_tool_{name}", REPO / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _TOOL_MODULES[name] = module
+    main = _TOOL_MODULES[name].main
+    args = [str(a) for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    threads, rng, argv_before, cwd_before = torch.get_num_threads(), torch.get_rng_state(), sys.argv, os.getcwd()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        err.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    code, attributes = 0, None
+    try:
+        if fault is not None:
+            import tool_faults  # tests/tool_faults.py
+
+            attributes = _storygpt_attributes()
+            fault_name, _, fault_arg = fault.partition(":")
+            tool_faults.FAULTS[fault_name](fault_arg)
+        sys.argv = [str(REPO / f"{name}.py"), *args]
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("default")
+            for category in _PROCESS_WARNING_FILTERS:
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = show
+            try:
+                run(lambda: main(args))
+            except SystemExit as e:
+                if e.code is None or isinstance(e.code, int):
+                    code = e.code or 0
+                else:
+                    err.write(f"{e.code}\n")
+                    code = 1
+            except Exception:
+                err.write(traceback.format_exc())
+                code = 1
+    finally:
+        if attributes is not None:
+            for module_name, before in attributes.items():
+                module = sys.modules[module_name]
+                for key, value in before.items():
+                    if vars(module).get(key, value) is not value:
+                        setattr(module, key, value)
+        os.chdir(cwd_before)
+        sys.argv = argv_before
+        torch.set_num_threads(threads)
+        torch.set_rng_state(rng)
+    return subprocess.CompletedProcess([name, *args], code, out.getvalue(), err.getvalue())
+
+
 def run_tools(name: str, argvs: list, **kwargs) -> list[subprocess.CompletedProcess]:
     """:func:`run_tool` ``name`` once per argument list in ``argvs``, as many at a time as there are CPU cores
     (the tests run on one); the finished processes in the order of ``argvs``."""
@@ -161,7 +249,8 @@ def corpus_text(n_docs: int = 12) -> str:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> dict[str, Path]:
     """``root/tiny.txt`` (``src``) prepared by data.py into ``root/data/tiny`` (``corpus``: bpe-300 and word-60
-    token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``).
+    token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``);
+    the tools run in this process (:func:`call_tool`).
     """
     pytest.importorskip("torch")
     root = tmp_path_factory.mktemp("tiny_run")
@@ -169,9 +258,9 @@ def tiny_run(tmp_path_factory) -> dict[str, Path]:
     src.write_text(corpus_text(), encoding="utf-8")
     common = ["--train-file", str(src), "--out", str(root / "data"), "--quiet", "--threads", "1"]
     for kind in (["--bpe", "--vocab-size", "300"], ["--vocab-size", "60"]):
-        done = run_tool("data", *common, *kind)
+        done = call_tool("data", *common, *kind)
         assert done.returncode == 0, done.stderr
     corpus = root / "data" / "tiny"
-    done = run_tool("pretrain", *tiny_argv(corpus, root / "ck", "--max-steps", "2"))
+    done = call_tool("pretrain", *tiny_argv(corpus, root / "ck", "--max-steps", "2"))
     assert done.returncode == 0, done.stderr
     return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"}

@@ -29,15 +29,18 @@ def gpt2_bytes_to_unicode() -> dict[int, str]:
     return dict(sorted(table.items()))
 
 
+#: the inverse of :func:`gpt2_bytes_to_unicode`, built once (a vocabulary has tens of thousands of tokens)
+_GPT2_UNICODE_TO_BYTE = {c: b for b, c in gpt2_bytes_to_unicode().items()}
+
+
 def unicode_to_bytes(token: str, where: str) -> bytes:
     """The bytes of a token spelled with :func:`gpt2_bytes_to_unicode`.
 
     Raises:
         ValueError: a character outside the table (``where`` and the token named).
     """
-    dec = {c: b for b, c in gpt2_bytes_to_unicode().items()}
     try:
-        return bytes(dec[c] for c in token)
+        return bytes(_GPT2_UNICODE_TO_BYTE[c] for c in token)
     except KeyError as e:
         raise ValueError(f"{where}: token {token!r} has a character outside GPT-2's byte table") from e
 

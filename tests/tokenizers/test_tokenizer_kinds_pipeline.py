@@ -4,6 +4,7 @@ Kinds: bpe, word, byte, tiktoken:gpt2 (needs tiktoken and ../shared/tiktoken_cac
 WordPiece and a Unigram tokenizer.json trained here with Hugging Face ``tokenizers``), file:PATH,
 unigram and spm-unigram (needs sentencepiece).
 The checkpoint carries the whole tokenizer: it still loads after the original file is deleted.
+The tools' ``main`` run in the test's process (conftest.call_tool: exit status and output as a subprocess gives them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import CACHE, HAVE_TIKTOKEN, run_tool, run_tools
+from conftest import CACHE, HAVE_TIKTOKEN, call_tool
 
 from storygpt.tokenizers import from_dict, load, parse_spec
 from storygpt.tokenizers.bpe_train import train_bpe
@@ -110,7 +111,7 @@ def prepared(tmp_path_factory):
     out = {}
     for spec in specs(tmp, corpus):
         argv = ["--tokenizer", spec, "--train-file", str(corpus), "--out", str(tmp / "data"), "--quiet"]
-        done = run_tool("data", *argv, "--threads", "1", "--valid-fraction", "0.25")
+        done = call_tool("data", *argv, "--threads", "1", "--valid-fraction", "0.25")
         assert done.returncode == 0, (spec, done.stderr)
         out[spec] = parse_spec(spec).slug
     return tmp, tmp / "data" / "tiny", out
@@ -146,7 +147,7 @@ def test_bits_and_sample_for_every_kind(prepared):
     for spec in slugs:
         if spec.startswith("hf:"):
             os.remove(spec[3:])
-    done = run_tool("bits", *ckpts, "--json", "--no-progress", "--device", "cpu")
+    done = call_tool("bits", *ckpts, "--json", "--no-progress", "--device", "cpu")
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)["results"]
     assert len(records) == len(ckpts)
@@ -158,7 +159,7 @@ def test_bits_and_sample_for_every_kind(prepared):
     wordpiece = next(s for s in slugs if "wordpiece" in s)
     assert by_kind[wordpiece]["round_trip_share"] < 1.0  # lower-cased: it cannot give the text back
     argvs = [[ck, "--prompt", "The cat", "--max-new-tokens", "4", "--device", "cpu"] for ck in ckpts]
-    for done in run_tools("sample", argvs):
+    for done in (call_tool("sample", *argv) for argv in argvs):
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip()
 
@@ -182,8 +183,8 @@ def test_pretrain_and_bits_for_every_kind(prepared):
     argvs = [
         ["--tokenizer", s, "--data", folder, "--out-dir", o, "--max-steps", "2", *tiny] for s, o in zip(kept, outs)
     ]
-    for spec, done in zip(kept, run_tools("pretrain", argvs)):
+    for spec, done in zip(kept, (call_tool("pretrain", *argv) for argv in argvs)):
         assert done.returncode == 0, (spec, done.stderr)
     runs = [next(out.rglob("best.pt")) for out in outs]
-    done = run_tool("bits", *runs, "--json", "--no-progress", "--device", "cpu")
+    done = call_tool("bits", *runs, "--json", "--no-progress", "--device", "cpu")
     assert done.returncode == 0, done.stderr

@@ -14,7 +14,7 @@ import math
 import random
 
 import pytest
-from conftest import one_error_line, run_tool, run_tools
+from conftest import call_tool, one_error_line, run_tool
 
 torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
@@ -397,8 +397,9 @@ def corpus(tmp_path_factory):
 
 
 def run_bits(*argv):
-    """``python bits.py ARGV``: its exit status, stdout and stderr."""
-    done = run_tool("bits", *argv)
+    """``python bits.py ARGV``: its exit status, stdout and stderr (bits.py's main run in this process,
+    conftest.call_tool; test_bits_ctrl_c starts a real process)."""
+    done = call_tool("bits", *argv)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -490,12 +491,12 @@ def test_cli_bad_paths(corpus, tmp_path):
         ([broken, "--device", "cpu"], ["broken"]),
         ([ck, "--device", "cpu"], ["valid.txt", "--text"]),
     ]
-    for (argv, words), done in zip(cases, run_tools("bits", [argv for argv, _ in cases])):
+    for (argv, words), done in zip(cases, (call_tool("bits", *argv) for argv, _ in cases)):
         assert done.returncode == 2 and all(w in done.stderr for w in words), (argv, done.stderr)
 
 
 def test_cli_progress_lines_when_stderr_is_not_a_terminal(corpus):
-    out = run_tool("bits", corpus["runs"]["bpe"], "--device", "cpu", "--batch-size", "1", cwd=corpus["root"])
+    out = call_tool("bits", corpus["runs"]["bpe"], "--device", "cpu", "--batch-size", "1", cwd=corpus["root"])
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
     assert lines[0] == "bits.py: bpe-run: measuring"

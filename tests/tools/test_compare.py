@@ -1,8 +1,9 @@
 """compare.py: the report from run folders, skipping and resuming runs, one-line errors, bits.py --json FILE.
 
-compare.py runs as a subprocess (conftest.run_tool).  Most tests build run folders by hand (tests/fake_runs.py:
-summary.json, bits.json, metrics.jsonl as pretrain.py and bits.py write them, docs/design.md) and run compare.py
-with a fault of tests/tool_faults.py in place of its subprocess runner (``record_tools`` records each command
+compare.py's main runs in the test's process (conftest.call_tool: exit status and output as a subprocess gives
+them).  Most tests build run folders by hand (tests/fake_runs.py: summary.json, bits.json, metrics.jsonl as
+pretrain.py and bits.py write them, docs/design.md) and run compare.py with a fault of tests/tool_faults.py
+in place of its subprocess runner (``record_tools`` records each command
 and leaves fake files, ``tool_fails``), so no model is trained.  The pure helpers are tested from
 storygpt.comparison.  One test runs the real pipeline (data.py -> pretrain.py -> bits.py) on a tiny corpus;
 it needs pretrain.py --tokenizer and --budget-flops and data.py --tokenizer.
@@ -22,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from conftest import REPO, one_error_line, run_tool, tool_parser
+from conftest import REPO, call_tool, one_error_line, run_tool, tool_parser
 from fake_runs import FLOPS, write_fake_run
 
 from storygpt.comparison import (
@@ -47,8 +48,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def compare(tmp_path: Path, *argv, fault: str | None = None) -> subprocess.CompletedProcess:
-    """``python compare.py ARGV`` in ``tmp_path`` (through ``fault`` when one is named)."""
-    return run_tool("compare", *argv, cwd=tmp_path, fault=fault)
+    """``python compare.py ARGV`` in ``tmp_path`` (through ``fault`` when one is named), run in this process
+    (conftest.call_tool: the exit status and output a subprocess gives)."""
+    return call_tool("compare", *argv, cwd=tmp_path, fault=fault)
 
 
 def recorded(path: Path) -> list[tuple[str, list[str]]]:

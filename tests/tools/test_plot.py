@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_tool
+from conftest import call_tool, run_tool
 
 pytest.importorskip("matplotlib")
 
@@ -149,14 +149,14 @@ def test_plot_cli(tmp_path):
     a = write_run(tmp_path / "shakespeare" / "rope-bpe-512", [3.0, 2.5])
     b = write_run(tmp_path / "tiny" / "rope-bpe-512", [3.2, 2.7], flops_per_step=3e9)
     out = tmp_path / "both.png"
-    done = run_tool("plot", a, b / "metrics.jsonl", "--out", out)
+    done = call_tool("plot", a, b / "metrics.jsonl", "--out", out)
     assert done.returncode == 0, done.stderr
     assert f"wrote {out}" in done.stdout
     assert_png(out)
     assert plot.labels_for([a, b]) == ["shakespeare/rope-bpe-512", "tiny/rope-bpe-512"]
-    assert run_tool("plot", a).returncode == 0  # one run: its loss.png
+    assert call_tool("plot", a).returncode == 0  # one run: its loss.png
     assert_png(a / "loss.png")
-    assert run_tool("plot", a, b, "--x", "chars", cwd=tmp_path).returncode == 0
+    assert call_tool("plot", a, b, "--x", "chars", cwd=tmp_path).returncode == 0
     assert_png(tmp_path / "runs.png")
 
 

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import test_bits as kit  # noqa: E402  (make_run, story_docs, write_docs)
-from conftest import one_error_line, run_tool, run_tools  # noqa: E402
+from conftest import call_tool, one_error_line  # noqa: E402
 
 from storygpt import sample  # noqa: E402  (what sample.py writes a sample with)
 
@@ -31,14 +31,15 @@ def runs(tmp_path_factory):
 
 
 def run(*argv):
-    """``python sample.py ARGV``: its exit status, stdout and stderr."""
-    done = run_tool("sample", *argv)
+    """``python sample.py ARGV``: its exit status, stdout and stderr (sample.py's main run in this process,
+    conftest.call_tool; test_a_reader_that_stops_early_gets_no_traceback starts a real process)."""
+    done = call_tool("sample", *argv)
     return done.returncode, done.stdout, done.stderr
 
 
 def run_all(*argvs):
-    """:func:`run` for each argument list, several at a time."""
-    return [(d.returncode, d.stdout, d.stderr) for d in run_tools("sample", list(argvs))]
+    """:func:`run` for each argument list."""
+    return [run(*argv) for argv in argvs]
 
 
 def test_same_seed_same_text(runs):

@@ -1,5 +1,7 @@
 """What the pretrain.py tests share: a tiny corpus folder as data.py writes it, the tiny model's flags, and
-pretrain.py run as a subprocess (which must succeed, or fail with one line)."""
+pretrain.py's ``main`` run in the test's process (conftest.call_tool: its exit status, stdout and stderr as a
+subprocess shows them; it must succeed, or fail with one line).  Interrupts, faults and several processes:
+conftest.run_tool, a real subprocess."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from conftest import run_tool
+from conftest import call_tool
 
 from storygpt.data import write_tokens
 from storygpt.tokenizers import WordTokenizer
@@ -67,9 +69,9 @@ def make_corpus(root: Path, name="tiny", valid_text=None, kind="word") -> Path:
 
 
 def trained(*argv, cwd=None) -> dict:
-    """``python pretrain.py ARGV``, which must succeed: the run's summary.json, with ``history`` (the ``eval``
-    rows of its metrics.jsonl), ``folder`` (the run folder) and ``stdout``."""
-    done = run_tool("pretrain", *argv, cwd=cwd)
+    """``python pretrain.py ARGV`` (in this process), which must succeed: the run's summary.json, with
+    ``history`` (the ``eval`` rows of its metrics.jsonl), ``folder`` (the run folder) and ``stdout``."""
+    done = call_tool("pretrain", *argv, cwd=cwd)
     assert done.returncode == 0, done.stderr
     shown = re.search(r"^run (.+?) \| corpus", done.stdout, re.MULTILINE)
     assert shown, done.stdout
@@ -81,14 +83,14 @@ def trained(*argv, cwd=None) -> dict:
 
 def refused(*argv, cwd=None) -> str:
     """``python pretrain.py ARGV``, which must fail: its stderr."""
-    done = run_tool("pretrain", *argv, cwd=cwd)
+    done = call_tool("pretrain", *argv, cwd=cwd)
     assert done.returncode != 0, done.stdout
     return done.stderr
 
 
 def dry_run(*argv) -> dict:
     """``python pretrain.py ARGV --dry-run``: the settings and run folder it prints."""
-    done = run_tool("pretrain", *argv, "--dry-run")
+    done = call_tool("pretrain", *argv, "--dry-run")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -2,7 +2,9 @@
 non-zero exit), and nothing half-written (every file is atomic).
 
 Each test is a regression test for a problem found by trying to break storygpt; the comment says what
-happened before the fix.  ``tiny_run`` (tests/conftest.py) is a tiny corpus data.py has prepared.
+happened before the fix.  ``tiny_run`` (tests/conftest.py) is a tiny corpus data.py has prepared.  data.py's
+main runs in the test's process (conftest.call_tool: exit status, output and warnings as a subprocess shows
+them), but for the Ctrl-C test: a real process.
 """
 
 from __future__ import annotations
@@ -11,19 +13,19 @@ import re
 
 import numpy as np
 import pytest
-from conftest import one_error_line, run_tool
+from conftest import call_tool, one_error_line, run_tool
 
 from storygpt.tokenizers import load
 
 
 def run_data(tiny_run, *extra: str):
-    """data.py on ``tiny_run``'s tiny.txt into ROOT/o, quietly, with ``extra``: the finished process."""
-    return run_tool("data", "--train-file", tiny_run["src"], "--out", tiny_run["root"] / "o", "--quiet", *extra)
+    """data.py on ``tiny_run``'s tiny.txt into ROOT/o, quietly, with ``extra``: the finished process (in this one)."""
+    return call_tool("data", "--train-file", tiny_run["src"], "--out", tiny_run["root"] / "o", "--quiet", *extra)
 
 
 def test_data_directory_as_train_file(tiny_run):
     # before: "tmp/x: no such file" for a folder that exists
-    done = run_tool("data", "--train-file", tiny_run["root"], "--out", tiny_run["root"] / "o", "--quiet")
+    done = call_tool("data", "--train-file", tiny_run["root"], "--out", tiny_run["root"] / "o", "--quiet")
     assert done.returncode == 1
     msg = one_error_line(done.stderr, "data.py")
     assert str(tiny_run["root"]) in msg and "is a folder" in msg
@@ -33,7 +35,7 @@ def test_data_single_line_document_names_the_file(tiny_run):
     # before: "the corpus is a single document ..." without the file's name
     f = tiny_run["root"] / "oneline.txt"
     f.write_text("just one line\n", encoding="utf-8")
-    done = run_tool("data", "--train-file", f, "--out", tiny_run["root"] / "o", "--quiet")
+    done = call_tool("data", "--train-file", f, "--out", tiny_run["root"] / "o", "--quiet")
     assert done.returncode == 1
     msg = one_error_line(done.stderr, "data.py")
     assert str(f) in msg and "single document" in msg
@@ -74,15 +76,15 @@ def test_data_refuses_a_new_split_under_the_other_kinds_token_files(tiny_run, tm
     # before: `data.py --bpe` then `data.py --valid-fraction 0.3` rewrote train.txt/valid.txt silently, so the
     # bpe token files encoded other documents than valid.txt held (bits.py measured them on training text)
     out = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--threads", "1"]
-    assert run_tool("data", *out, "--bpe", "--vocab-size", "280").returncode == 0
+    assert call_tool("data", *out, "--bpe", "--vocab-size", "280").returncode == 0
     before = {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()}
-    done = run_tool("data", *out, "--vocab-size", "50", "--valid-fraction", "0.3")
+    done = call_tool("data", *out, "--vocab-size", "50", "--valid-fraction", "0.3")
     assert done.returncode == 1
     msg = one_error_line(done.stderr, "data.py")
     assert "train.txt: this run splits the corpus differently" in msg and "train-bpe-280.bin" in msg
     assert {p.name: p.read_bytes() for p in (tmp_path / "tiny").iterdir()} == before  # nothing touched
-    assert run_tool("data", *out, "--vocab-size", "50").returncode == 0  # the same split: fine
-    assert run_tool("data", *out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3").returncode == 1
+    assert call_tool("data", *out, "--vocab-size", "50").returncode == 0  # the same split: fine
+    assert call_tool("data", *out, "--bpe", "--vocab-size", "290", "--valid-fraction", "0.3").returncode == 1
 
 
 @pytest.mark.parametrize("ids", [np.array([1.5, 2.0]), np.array(["a"]), [1.0, 2.0]])
@@ -133,7 +135,7 @@ def test_write_tokens_to_a_folder_or_failing_rename_leaves_no_temporary(tiny_run
 )
 def test_data_conflicting_or_empty_arguments(tmp_path, argv, message):
     # before: --vocab-size silently won over the SPEC's size; an empty --name fell back to the corpus name
-    done = run_tool("data", *argv, "--out", tmp_path)
+    done = call_tool("data", *argv, "--out", tmp_path)
     assert done.returncode == 2
     assert message in one_error_line(done.stderr, "data.py")
     assert not any(tmp_path.iterdir())
@@ -142,10 +144,10 @@ def test_data_conflicting_or_empty_arguments(tmp_path, argv, message):
 def test_data_paths_of_the_wrong_kind_say_so(tmp_path):
     # before: "--sdist DIR: no such file" and "[Errno 20] Not a directory: 'FILE/downloads'"
     (tmp_path / "afile").write_text("x")
-    done = run_tool("data", "--sdist", tmp_path, "--out", tmp_path / "o")
+    done = call_tool("data", "--sdist", tmp_path, "--out", tmp_path / "o")
     assert done.returncode == 1
     assert one_error_line(done.stderr, "data.py") == f"data.py: error: {tmp_path}: is a folder, not a file"
-    done = run_tool("data", "--out", tmp_path / "afile")
+    done = call_tool("data", "--out", tmp_path / "afile")
     assert done.returncode == 1
     msg = f"data.py: error: --out {tmp_path / 'afile'}: is a file, not a folder"
     assert one_error_line(done.stderr, "data.py") == msg
@@ -154,7 +156,7 @@ def test_data_paths_of_the_wrong_kind_say_so(tmp_path):
 def test_data_warns_when_asked_for_more_words_than_the_text_has(tiny_run, tmp_path):
     # before: word:99999999999 wrote files named word-99999999999 with a much smaller vocabulary, silently
     argv = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--tokenizer", "word:100000"]
-    done = run_tool("data", *argv)
+    done = call_tool("data", *argv)
     assert done.returncode == 0, done.stderr
     warning = r"^data.py: warning: the word-level vocabulary has \d+ entries, short of the 100,000 asked"
     assert re.search(warning, done.stderr, re.MULTILINE), done.stderr
@@ -163,7 +165,7 @@ def test_data_warns_when_asked_for_more_words_than_the_text_has(tiny_run, tmp_pa
 def test_data_warns_when_the_held_out_file_is_the_training_file(tiny_run, tmp_path):
     src = str(tiny_run["src"])
     argv = ["--train-file", src, "--valid-file", src, "--out", str(tmp_path), "--quiet", "--tokenizer", "word:20"]
-    done = run_tool("data", *argv)
+    done = call_tool("data", *argv)
     assert done.returncode == 0, done.stderr
     warning = rf"^data.py: warning: --valid-file {re.escape(src)} is the --train-file: the held-out figures will"
     assert re.search(warning, done.stderr, re.MULTILINE), done.stderr

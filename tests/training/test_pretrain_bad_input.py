@@ -1,7 +1,8 @@
 """pretrain.py on bad input: one-line errors naming the flag, file or value.
 
 They use ``tiny_run`` (tests/conftest.py): a corpus data.py prepared and a 2-step run on it; each
-comment says what happened before the fix."""
+comment says what happened before the fix.  pretrain.py's main runs in the test's process (conftest.call_tool),
+but for test_pretrain_refuses_bad_seed_and_learning_rates: real processes, the command line end to end."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import zlib
 
 import pytest
 import torch
-from conftest import BPE300, TINY_MODEL, one_error_line, run_tool, run_tools, tiny_argv
+from conftest import BPE300, TINY_MODEL, call_tool, one_error_line, run_tools, tiny_argv
 from pretrain_runs import (
     assert_error,
     dry_run,
@@ -25,16 +26,16 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 # ------------------------------------------------------------ bad input (one-line errors)
 def run_pretrain(tiny_run, *extra):
-    """``python pretrain.py`` on ``tiny_run``'s corpus into ROOT/ck2 with ``extra``: the finished process."""
-    return run_tool(
+    """``python pretrain.py`` on ``tiny_run``'s corpus into ROOT/ck2 with ``extra``: the finished process (its
+    main run in this process, conftest.call_tool)."""
+    return call_tool(
         "pretrain", "--data", tiny_run["corpus"], "--out-dir", tiny_run["root"] / "ck2", *TINY_MODEL, *extra
     )
 
 
 def pretrain_runs(tiny_run, argvs):
-    """:func:`run_pretrain` for each argument list, several at a time: the finished processes."""
-    common = ["--data", tiny_run["corpus"], "--out-dir", tiny_run["root"] / "ck2", *TINY_MODEL]
-    return run_tools("pretrain", [[*common, *argv] for argv in argvs])
+    """:func:`run_pretrain` for each argument list: the finished processes."""
+    return [run_pretrain(tiny_run, *argv) for argv in argvs]
 
 
 def test_pretrain_non_finite_floats(tiny_run):
