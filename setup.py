@@ -7,13 +7,17 @@ pretokenize, train, encode: pure C++; csrc/python: the bindings), included as "l
 compiled in parallel (pybind11's ``ParallelCompile``).
 """
 
+import os
 import sys
 from pathlib import Path
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
 
-# Compile the sources in parallel, one job per core (STORYGPT_BUILD_JOBS=N to set N).
+# Compile the sources in parallel, one job per core (STORYGPT_BUILD_JOBS=N to set N, 0: one per core).
+_jobs = os.environ.get("STORYGPT_BUILD_JOBS", "0")
+if not _jobs.strip().isdigit():
+    sys.exit(f"setup.py: STORYGPT_BUILD_JOBS must be a whole number >= 0 (0: one per core), got {_jobs!r}")
 ParallelCompile("STORYGPT_BUILD_JOBS", default=0).install()
 
 extra_compile_args = []
