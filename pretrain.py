@@ -106,7 +106,10 @@ FLAGS = {
             "--logit-softcap",
             float,
             None,
-            part("logits c*tanh(z/c) with this c (0: off; c > 0 exports only as NanoChat)", "logit_softcap"),
+            part(
+                "logits c*tanh(z/c) with this c (0: off; c > 0: no exact stock equivalent once trained, export.py refuses it)",
+                "logit_softcap",
+            ),
         ),
         ("--bias", on_off, None, part("biases in linear layers and LayerNorms (on/off)", "bias")),
         ("--optimizer", str, None, part("adamw (one --lr) or muon (Muon + AdamW, per-group rates)", "optimizer")),

@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="random seed; the same seed (with the same checkpoint, flags and device) gives the same "
         "text. Default: a random seed, printed so the sample can be reproduced",
     )
-    ap.add_argument("--device", default="auto", help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    ap.add_argument(
+        "--device", default="auto", help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps"
+    )
     ap.add_argument(
         "--no-stop",
         action="store_true",
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    if args.seed is None:
+    if args.seed is None and args.temperature > 0:  # greedy decoding needs no seed
         print(f"(seed {seed}; pass --seed {seed} to get this text again)", file=sys.stderr)
     prompt_ids = [int(t) for t in tok.encode_ordinary(args.prompt)]
     unknown = unknown_prompt_words(tok, args.prompt)

@@ -129,7 +129,7 @@ done
 step "done"
 ACTIVATE="${VIRTUAL_ENV:-$ROOT/.venv}/bin/activate"
 cat <<EOF
-Runs (each folder: ckpt.pt latest, best.pt best held-out bits/char, metrics.jsonl, summary.json):
+Runs (each folder: ckpt.pt latest, best.pt best held-out bits/char, metrics.jsonl, summary.json, loss.png):
   ${RUNS[0]}/
   ${RUNS[1]}/
 Data: $DATA_DIR/   (both tokenizers, token files, train.txt, valid.txt)

@@ -65,6 +65,18 @@ def test_same_seed_same_text(runs):
         assert a.startswith("Tom saw")
 
 
+def test_the_drawn_seed_is_printed_only_when_it_matters(runs):
+    args = (runs["bpe"], "--prompt", "Tom saw", "--max-new-tokens", 5, "--device", "cpu", "--no-stop")
+    rc, out, err = run(*args, "--temperature", 1.0)
+    assert rc == 0
+    seed = int(err.split("(seed ", 1)[1].split(";", 1)[0])  # "(seed N; pass --seed N to get this text again)"
+    assert f"pass --seed {seed} to get this text again" in err
+    assert run(*args, "--temperature", 1.0, "--seed", seed)[1] == out  # the printed seed gives the text again
+    rc, greedy, err = run(*args, "--temperature", 0)
+    assert rc == 0 and "seed" not in err  # greedy decoding draws nothing
+    assert run(*args, "--temperature", 0)[1] == greedy
+
+
 def test_unseen_name_kept_by_bpe_and_shown_as_unknown_by_word(runs):
     rc, out, err = run(
         runs["bpe"], "--prompt", "Zorblax saw a red ball", "--seed", 1, "--max-new-tokens", 5, "--device", "cpu"
