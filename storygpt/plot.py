@@ -209,6 +209,15 @@ def log_ticks(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def linear_ticks(axis) -> None:
+    """At most five ticks on a linear axis, labelled with SI prefixes (``775 k``, ``1.2 M``), so that the
+    labels of a narrow span of large values (the characters of a short run) do not run into each other."""
+    from matplotlib.ticker import EngFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5))
+    axis.set_major_formatter(EngFormatter(sep=" "))
+
+
 def colours_for(labels: Sequence[str]) -> dict[str, str]:
     """One colour per label (a tokenizer SPEC), in order, kept across every plot of a report."""
     return {lab: f"C{i % 10}" for i, lab in enumerate(dict.fromkeys(labels))}
@@ -337,6 +346,8 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
         if log and _use_log(xs_all, span=3.0):
             ax.set_xscale("log")
             log_ticks(ax.xaxis)
+        else:
+            linear_ticks(ax.xaxis)
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     panels[0].set_ylabel(BPC_LABEL)

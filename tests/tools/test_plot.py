@@ -120,6 +120,19 @@ def test_curves_figure_draws_every_run_on_every_panel():
         plot.curves_figure([plot.Curve("empty")])
 
 
+def test_a_narrow_span_of_characters_gets_short_linear_labels():
+    # a 1-minute run evaluates twice: 775,000 and 850,000 characters seen, less than a decade apart
+    run = plot.eval_curve([eval_row(100, 2.5), eval_row(200, 2.4)], "bpe:8192")
+    run.chars = [775_000.0, 850_000.0]
+    fig = plot.curves_figure([run], ("chars",))
+    (ax,) = fig.axes
+    fig.canvas.draw()
+    assert ax.get_xscale() == "linear"
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi]
+    assert shown == ["780 k", "800 k", "820 k", "840 k"]  # not "775000800000825000..."
+
+
 def test_points_figure_leaves_out_missing_values():
     fig = plot.points_figure(
         ["byte", "bpe:8192", "tiktoken:gpt2"], [258, 8192, 50257], [2.6, 2.3, float("nan")], xlabel="v", ylabel="b"
