@@ -8,6 +8,7 @@ compiled in parallel (pybind11's ``ParallelCompile``).
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,8 +17,8 @@ from setuptools import setup
 
 # Compile the sources in parallel, one job per core (STORYGPT_BUILD_JOBS=N to set N, 0: one per core).
 _jobs = os.environ.get("STORYGPT_BUILD_JOBS", "0")
-if not _jobs.strip().isdigit():
-    sys.exit(f"setup.py: STORYGPT_BUILD_JOBS must be a whole number >= 0 (0: one per core), got {_jobs!r}")
+if not re.fullmatch(r"[0-9]{1,3}", _jobs.strip()):  # ASCII digits only: int() would take '٣' too
+    sys.exit(f"setup.py: STORYGPT_BUILD_JOBS must be a whole number from 0 to 999 (0: one per core), got {_jobs!r}")
 ParallelCompile("STORYGPT_BUILD_JOBS", default=0).install()
 
 extra_compile_args = []

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import interop
+from .bpe import MAX_VOCAB_SIZE
 from .registry import BuildOptions, SpecError, kinds
 
 # Built-in kinds whose ARG is a vocabulary size, a name, a path; and the kind that takes no ARG.
@@ -185,13 +186,16 @@ def _parsed_arg(text: str, info, arg: str):
 
 def check_vocab_size(vocab_size: int, what: str) -> int:
     """The one check of a requested vocabulary size on its way from a tool to a trainer:
-    a positive ``int`` (each trainer still refuses sizes beyond what it can hold).
+    a positive ``int`` no larger than :data:`~storygpt.tokenizers.bpe.MAX_VOCAB_SIZE` (so a
+    tool refuses it before writing anything; each trainer still checks its own lower bound).
 
     Raises:
-        SpecError: not a positive integer (``what`` names it).
+        SpecError: not a positive integer, or above ``MAX_VOCAB_SIZE`` (``what`` names it).
     """
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
         raise SpecError(f"{what} must be a positive whole number, got {vocab_size!r}")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise SpecError(f"{what}={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
     return vocab_size
 
 

@@ -43,6 +43,11 @@ def parse_spec_arg(arg: str) -> int | tuple[int, int]:
     if m is None or int(m[1]) == 0:
         raise ValueError(f"expected superbpe:V or superbpe:V:T (whole numbers), got {arg!r}")
     vocab = int(m[1])
+    if m[2] is None and vocab <= 256 + SPEC_SPECIALS:  # the default T would be the floor; name V, not T
+        raise ValueError(
+            f"V={vocab} is too small: SuperBPE needs the 256 byte tokens, {SPEC_SPECIALS} special tokens "
+            f"and at least one merge (V >= {257 + SPEC_SPECIALS})"
+        )
     transition = default_transition(vocab, SPEC_SPECIALS) if m[2] is None else int(m[2])
     check_transition(vocab, transition, SPEC_SPECIALS)
     return vocab if m[2] is None else (vocab, transition)

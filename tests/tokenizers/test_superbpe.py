@@ -243,7 +243,8 @@ def test_spec_forms_and_slugs():
         ("superbpe:2048:2048", "T=2048"),
         ("superbpe:2048:4000", "T=4000"),
         ("superbpe:2048:257", "T=257"),
-        ("superbpe:258", "T=258"),
+        ("superbpe:258", "V=258 is too small"),  # the default T is not named: the user never typed it
+        ("superbpe:100", "V >= 259"),
         ("superbpe:2048:x", "'2048:x'"),
     ],
 )

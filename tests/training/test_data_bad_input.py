@@ -41,14 +41,23 @@ def test_data_single_line_document_names_the_file(tiny_run):
     assert str(f) in msg and "single document" in msg
 
 
-@pytest.mark.parametrize("value", ["10000000000000000000000", str((1 << 26) + 1)])
-def test_data_huge_bpe_vocab_size(tiny_run, value):
-    # before: a pybind11 TypeError traceback that printed the whole training text
-    done = run_data(tiny_run, "--bpe", "--vocab-size", value)
-    assert done.returncode == 1
-    err = done.stderr
-    msg = one_error_line(err, "data.py")
-    assert "vocab_size" in msg and "too large" in msg and len(err) < 500
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--bpe", "--vocab-size", "10000000000000000000000"], "--vocab-size=10,000,000,000,000,000,000,000"),
+        (["--bpe", "--vocab-size", str((1 << 26) + 1)], "--vocab-size=67,108,865"),
+        (["--tokenizer", "superbpe:67108865:300"], "VOCAB=67,108,865"),
+        (["--tokenizer", "word:99999999999"], "VOCAB=99,999,999,999"),
+    ],
+)
+def test_data_huge_vocab_size_is_refused_before_anything_is_written(tiny_run, args, named):
+    # before: a pybind11 TypeError traceback that printed the whole training text; then an error
+    # from the trainer after train.txt and valid.txt were written
+    done = run_data(tiny_run, *args)
+    assert done.returncode == 2
+    msg = one_error_line(done.stderr, "data.py")
+    assert named in msg and "too large: at most 67,108,864 token ids" in msg and len(done.stderr) < 500
+    assert not (tiny_run["root"] / "o").exists()
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])
