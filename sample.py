@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="random seed; the same seed (with the same checkpoint, flags and device) gives the same "
-        "text. Default: a random seed, printed so the sample can be reproduced",
+        "text. Default: a random seed, printed (when --temperature > 0) so the sample can be reproduced",
     )
     ap.add_argument(
         "--device", default="auto", help="torch device: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps"
