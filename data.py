@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import warnings
 
 from storygpt.cli import ToolParser, check_ranges
@@ -31,7 +32,7 @@ from storygpt.data.prepare import (
 )
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.tokenizers.registry import default_vocab
-from storygpt.tokenizers.spec import SpecError, parse_spec
+from storygpt.tokenizers.spec import SpecError, build_tokenizer, parse_spec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,6 +193,10 @@ def _main(args) -> int:
         print(f"data.py: error: {e}", file=sys.stderr)
         return 2
     try:
+        tok, tok_s = None, 0.0
+        if not spec.is_trained:  # a tokenizer read from a file: a bad one is refused before the corpus is fetched
+            t0 = time.perf_counter()
+            tok, tok_s = build_tokenizer(spec), time.perf_counter() - t0
         corpus = get_corpus(
             args.corpus,
             args.out,
@@ -215,6 +220,8 @@ def _main(args) -> int:
             progress=not args.quiet,
             tie_break=args.tie_break,
             min_frequency=args.min_frequency,
+            tokenizer=tok,
+            tokenizer_seconds=tok_s,
         )
     except (OSError, ValueError, ImportError) as e:  # FileNotFoundError, NetworkError, bad input, no tiktoken
         print(f"data.py: error: {e}", file=sys.stderr)

@@ -476,6 +476,8 @@ def prepare(
     progress: bool = True,
     tie_break: str = DEFAULT_TIE_BREAK,
     min_frequency: int = DEFAULT_MIN_FREQUENCY,
+    tokenizer=None,
+    tokenizer_seconds: float = 0.0,
 ) -> dict:
     """Write everything pretraining needs for ``corpus`` and the tokenizer SPEC ``kind``.
 
@@ -484,6 +486,9 @@ def prepare(
             ``"tiktoken:gpt2"``, ``"hf:PATH"``, ``"file:PATH"``).
         vocab_size: overrides the SPEC's vocabulary size (trained kinds only).
         pattern, tie_break, min_frequency: BPE training options.
+        tokenizer: the SPEC's tokenizer, already made (by the caller, for a kind that needs no
+            corpus, so that a bad file is refused before the corpus is fetched); ``None``: made here.
+        tokenizer_seconds: the time it took to make ``tokenizer`` (reported as ``train_seconds``).
 
     Returns:
         The statistics (also written to ``out/NAME/stats-SLUG.json``).
@@ -497,20 +502,22 @@ def prepare(
     t0 = time.perf_counter()
     texts = write_split_texts(corpus, folder, _others(folder, _token_files(slug)), progress)
     write_txt_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    tok = train_tokenizer(
-        spec,
-        DocumentFile(folder / "train.txt"),
-        None,
-        pattern,
-        num_threads,
-        folder / "train.txt",
-        progress,
-        tie_break,
-        min_frequency,
-        characters=texts["train"]["characters"],
-    )
-    train_s = time.perf_counter() - t0
+    tok, train_s = tokenizer, tokenizer_seconds
+    if tok is None:
+        t0 = time.perf_counter()
+        tok = train_tokenizer(
+            spec,
+            DocumentFile(folder / "train.txt"),
+            None,
+            pattern,
+            num_threads,
+            folder / "train.txt",
+            progress,
+            tie_break,
+            min_frequency,
+            characters=texts["train"]["characters"],
+        )
+        train_s = time.perf_counter() - t0
     splits, written = {}, []
     try:  # the tokenizer file goes last: a tokenizer that fails to encode leaves no files of its SPEC
         for split in ("train", "valid"):

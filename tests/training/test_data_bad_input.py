@@ -60,6 +60,27 @@ def test_data_huge_vocab_size_is_refused_before_anything_is_written(tiny_run, ar
     assert not (tiny_run["root"] / "o").exists()
 
 
+@pytest.mark.parametrize(
+    "kind, content, named",
+    [
+        ("file", '{"kind": "bpe", oops', "corrupt tokenizer file (not valid JSON)"),
+        ("hf", "[1, 2]", "tokenizer.json"),
+        ("sp", "not a model", "not a SentencePiece model file"),
+    ],
+)
+def test_a_bad_tokenizer_file_is_refused_before_the_corpus_is_written(tiny_run, kind, content, named):
+    # before: data.py split the corpus into o/NAME/train.txt and valid.txt, then failed on the file
+    if kind == "sp":
+        pytest.importorskip("sentencepiece", reason="sentencepiece not installed (pip install .[test])")
+    bad = tiny_run["root"] / f"bad-{kind}.bin"
+    bad.write_text(content, encoding="utf-8")
+    done = run_data(tiny_run, "--tokenizer", f"{kind}:{bad}")
+    assert done.returncode == 1
+    msg = one_error_line(done.stderr, "data.py")
+    assert str(bad) in msg and named in msg
+    assert not (tiny_run["root"] / "o").exists()
+
+
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_data_batch_chars_must_be_positive(tiny_run, value):
     # before: accepted silently
