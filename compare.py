@@ -25,11 +25,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from storygpt import probe, provenance, toolrun
-from storygpt.analysis import MIN_EVALS
 from storygpt.atomic import write_text
 from storygpt.cli import ToolParser, check_ranges
-from storygpt.comparison import (
+from storygpt.compare import probe, provenance, toolrun
+from storygpt.compare.analysis import MIN_EVALS
+from storygpt.compare.heldout import DEFAULT_BLOCK_CHARS
+from storygpt.compare.settings import (
     BUDGETS,
     DEFAULT_BITS_CHARS,
     DEFAULT_BUDGET_FLOPS,
@@ -61,7 +62,6 @@ from storygpt.comparison import (
     train_chars_per_token,
     vocab_size_of,
 )
-from storygpt.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model.recipes import DEFAULT as RECIPE_DEFAULT
 from storygpt.model.recipes import RECIPES
@@ -537,9 +537,9 @@ def main(argv: list[str] | None = None) -> int:
         results, curves = collect(runs)
         meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE)
         meta.notes += [n.removeprefix("warning: ") for n in notes]
-        from storygpt.report import write_report
-        from storygpt.report_markdown import verdict_sections
-        from storygpt.report_tables import markdown_table
+        from storygpt.compare.report import write_report
+        from storygpt.compare.report_markdown import verdict_sections
+        from storygpt.compare.report_tables import markdown_table
 
         try:
             write_report(report_dir, results, meta, curves)
@@ -598,7 +598,7 @@ def rerun(report: str, argv: list[str]) -> int:
 
 
 def duration_since(t0: float) -> str:
-    from storygpt.report_tables import duration
+    from storygpt.compare.report_tables import duration
 
     return duration(time.perf_counter() - t0)
 

@@ -255,13 +255,13 @@ def style_curves(curves: Sequence[Curve], results: Sequence, colours: dict[str, 
 
 
 def plot_sweep(sw, path: str | os.PathLike, colours: dict[str, str], title: str | None = None) -> Path:
-    """Final bits/char against training FLOPs per tokenizer over the budgets of a sweep (storygpt.analysis.Sweep):
+    """Final bits/char against training FLOPs per tokenizer over the budgets of a sweep (storygpt.compare.analysis.Sweep):
     the mean at each budget with a bar from the lowest to the highest seed, the fitted curve where there is one
     (dashed, only over the compute it was fitted on), crossovers as grey vertical lines; under-trained or lossy
     points hollow."""
     import numpy as np
 
-    from storygpt.stats import PowerLawFit
+    from storygpt.compare.stats import PowerLawFit
 
     fig = _canvas()
     ax = fig.subplots()

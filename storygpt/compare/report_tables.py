@@ -1,7 +1,7 @@
 """The tables of the comparison report: number formats and the Markdown table of every run.
 
 :data:`TABLE` names each column of ``report.md``'s "Every run" table and how a
-:class:`~storygpt.report.RunResult` fills it; :func:`human`, :func:`sci`, :func:`duration`
+:class:`~storygpt.compare.report.RunResult` fills it; :func:`human`, :func:`sci`, :func:`duration`
 and :func:`number` are the report's (and ``compare.py``'s) ways of writing numbers.
 """
 
@@ -82,7 +82,7 @@ def status_of(r) -> str:
 
 
 def markdown_table(results: Sequence) -> str:
-    """The results (:class:`~storygpt.report.RunResult`) as a GitHub Markdown table, one row per run in the given order."""
+    """The results (:class:`~storygpt.compare.report.RunResult`) as a GitHub Markdown table, one row per run in the given order."""
     head = "| " + " | ".join(h for h, _ in TABLE) + " |"
     rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(TABLE))) + "|"
     body = ["| " + " | ".join(cell(r) for _, cell in TABLE) + " |" for r in results]

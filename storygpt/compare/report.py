@@ -8,8 +8,8 @@ A row (:class:`RunResult`) joins two files of a run folder:
   held-out characters: bits per character, tokens, characters per token,
   share of ``<unk>`` predictions, share of documents that round-trip.
 
-:func:`write_report` writes ``report.md`` (:mod:`storygpt.report_markdown`, its tables
-:mod:`storygpt.report_tables`), ``results.csv``, ``results.json`` and the plots
+:func:`write_report` writes ``report.md`` (:mod:`storygpt.compare.report_markdown`, its tables
+:mod:`storygpt.compare.report_tables`), ``results.csv``, ``results.json`` and the plots
 (:mod:`storygpt.plot`) into the report folder.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from storygpt.atomic import write_text
-from storygpt.report_markdown import budgets_of, render_markdown
+from storygpt.compare.report_markdown import budgets_of, render_markdown
 
 #: Files :func:`write_report` writes into the report folder.
 REPORT_FILES = (
@@ -73,7 +73,7 @@ class RunResult:
         under_trained: fewer steps than the warm-up or fewer than analysis.MIN_EVALS evaluations.
         lossy: round trip below 1 or a ``<unk>`` share above 0 (measured, whatever the kind).
         renyi_efficiency, vocab_used_share, mean_token_bytes: the tokenizer's own measures on the
-            held-out text (storygpt.heldout).
+            held-out text (storygpt.compare.heldout).
         lr, batch_windows, dtype, threads, processes, device, recipe, cpu_time: how it was trained.
         block_nats, block_characters: cross-entropy per held-out character block (the bootstrap's data;
             in results.json, not in results.csv).
@@ -162,7 +162,7 @@ def result_from_files(
     Raises:
         ReportError: a missing file or field (named), or a bits.json with no row or several.
     """
-    from storygpt.analysis import MIN_EVALS
+    from storygpt.compare.analysis import MIN_EVALS
 
     run_dir = Path(run_dir)
     sp, bp = run_dir / "summary.json", run_dir / "bits.json"
@@ -273,7 +273,7 @@ def csv_text(results: Sequence[RunResult]) -> str:
 
 
 def verdict_dict(v) -> dict:
-    """A :class:`storygpt.analysis.Verdict` as JSON."""
+    """A :class:`storygpt.compare.analysis.Verdict` as JSON."""
     return {
         "budget": v.budget,
         "best": v.best.spec if v.best else None,
@@ -301,7 +301,8 @@ def write_report(out_dir: str | os.PathLike, results: Sequence[RunResult], meta:
     Raises:
         ValueError: no results.
     """
-    from storygpt import analysis, plot
+    from storygpt import plot
+    from storygpt.compare import analysis
 
     if not results:
         raise ValueError("write_report: no results")

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from storygpt import analysis, plot
-from storygpt.report import RunResult
+from storygpt import plot
+from storygpt.compare import analysis
+from storygpt.compare.report import RunResult
 
 pytest.importorskip("matplotlib")
 

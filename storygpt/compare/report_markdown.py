@@ -1,7 +1,7 @@
 """``report.md`` of the comparison: its sections, from the verdict per budget to the provenance.
 
-:func:`render_markdown` puts them together; the numbers come from :mod:`storygpt.analysis`
-(groups, verdicts, sweeps, correlations), the tables from :mod:`storygpt.report_tables`.
+:func:`render_markdown` puts them together; the numbers come from :mod:`storygpt.compare.analysis`
+(groups, verdicts, sweeps, correlations), the tables from :mod:`storygpt.compare.report_tables`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from storygpt.report_tables import duration, markdown_table, number, sci
+from storygpt.compare.report_tables import duration, markdown_table, number, sci
 
 #: What a word-level model's bits per character leaves out (shown in the report).
 WORD_NOTE = (
@@ -79,7 +79,7 @@ def summary_section(gs, v, several_seeds: bool) -> list[str]:
 
 def sweep_section(sw) -> list[str]:
     """Budget sweep: the fitted curves (or why there are none) and the crossovers."""
-    from storygpt.stats import PowerLawFit
+    from storygpt.compare.stats import PowerLawFit
 
     lines = ["## Bits per character against compute", "", "![bits/char against training FLOPs](bpc_vs_compute.png)", ""]
     lines.append("| tokenizer | fit L(C) = E + A C^-alpha | E | alpha | range of C fitted |")
@@ -183,7 +183,7 @@ def budgets_of(gs) -> list:
 def verdict_sections(results: Sequence, several_seeds: bool) -> list[str]:
     """Markdown lines of the verdict per budget (a "## Budget B" heading each when there are several, else
     "## Result"): what report.md puts first and compare.py prints when it ends."""
-    from storygpt import analysis
+    from storygpt.compare import analysis
 
     gs = analysis.groups(results)
     budgets = budgets_of(gs)
@@ -196,10 +196,10 @@ def verdict_sections(results: Sequence, several_seeds: bool) -> list[str]:
 
 
 def render_markdown(results: Sequence, meta) -> str:
-    """``report.md`` of ``results`` (:class:`~storygpt.report.RunResult`) and ``meta``
-    (:class:`~storygpt.report.ReportMeta`): the settings, the verdict per budget, the sweep, the tokenizers'
+    """``report.md`` of ``results`` (:class:`~storygpt.compare.report.RunResult`) and ``meta``
+    (:class:`~storygpt.compare.report.ReportMeta`): the settings, the verdict per budget, the sweep, the tokenizers'
     measures, every run."""
-    from storygpt import analysis
+    from storygpt.compare import analysis
 
     gs = analysis.groups(results)
     lines = [
