@@ -537,8 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         results, curves = collect(runs)
         meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE)
         meta.notes += [n.removeprefix("warning: ") for n in notes]
-        from storygpt.compare.report import write_report
-        from storygpt.compare.report_markdown import verdict_sections
+        from storygpt.compare.report import verdict_sections, write_report
         from storygpt.compare.report_tables import markdown_table
 
         try:

@@ -11,6 +11,16 @@ import math
 import re
 from collections.abc import Sequence
 
+#: What a word-level model's bits per character leaves out (shown in the report).
+WORD_NOTE = (
+    "A word-level model is not charged for everything in the text: its tokenizer drops the white space "
+    "between words (spaces, new lines), so the model never predicts it, and every word outside the "
+    "vocabulary becomes a single <unk> prediction however long the word is. Its bits per character is "
+    "therefore a lower bound on the cost of writing the held-out text, not a fair win over the byte-level "
+    "tokenizers, which predict every character and give the text back exactly (round trip 1.00). Read "
+    "the unk and round-trip columns before the bits/char column (docs/bits.md)."
+)
+
 
 def human(n: float | None, digits: int = 3) -> str:
     """``1234567 -> '1.23M'`` (k, M, G, T); None and nan -> ``'-'``."""
