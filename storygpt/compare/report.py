@@ -9,14 +9,21 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from storygpt.atomic import write_text
-from storygpt.compare.report_tables import WORD_NOTE, duration, markdown_table, number, sci
+from storygpt.compare.report_tables import (
+    WORD_NOTE,
+    duration,
+    human,
+    intrinsic_section,
+    markdown_table,
+    number,
+    sweep_section,
+)
 
 #: Files :func:`write_report` writes into the report folder.
 REPORT_FILES = (
@@ -227,6 +234,7 @@ class ReportMeta:
         command: the command line that made the report.
         notes: extra lines for the report (warnings).
         seeds: the training seeds of every tokenizer; budgets: the budget values (a sweep when several).
+        recipe: the training recipe of every run (pretrain.py --recipe).
         hardware: threads, processes, device and dtype in words (``1 thread x 1 process, cpu, bfloat16``).
         argv: compare.py's arguments (``compare.py --rerun`` runs them again).
         provenance: what made the report (storygpt version, git commit and whether the tree was dirty,
@@ -244,6 +252,7 @@ class ReportMeta:
     seeds: list = field(default_factory=list)
     budgets: list = field(default_factory=list)
     hardware: str = ""
+    recipe: str = ""
     argv: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
 
@@ -273,6 +282,8 @@ def verdict_dict(v) -> dict:
         "winner": v.winner,
         "tied": v.tied,
         "ineligible": v.ineligible,
+        "unfair": v.unfair,
+        "budget_needed": v.budget_needed,
         "intervals": {k: (asdict(iv) if iv is not None else None) for k, iv in v.intervals.items()},
     }
 
@@ -361,9 +372,43 @@ def _interval(iv) -> str:
     return f"{iv.diff:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}]"
 
 
-def summary_section(gs, v, several_seeds: bool) -> list[str]:
+def scope(gs) -> str:
+    """Where a verdict holds, in words: ``at 1e12 training FLOPs, 3 layers, width 96 (336k non-embedding
+    parameters), recipe modern`` (from the runs of one budget)."""
+    from storygpt.compare.analysis import BUDGETS, budget_kind
+
+    r = gs[0].runs[0]
+    size = f"{human(r.params_non_embedding or r.params)} {'non-embedding ' if r.params_non_embedding else ''}parameters"
+    cfg = (r.provenance or {}).get("config") or {}
+    if cfg.get("n_layer") and cfg.get("n_embd"):
+        size = f"{cfg['n_layer']} layers, width {cfg['n_embd']} ({size})"
+    recipes = sorted({str(x.recipe) for g in gs for x in g.runs if x.recipe}) or ["not recorded"]
+    budget = f"{number(gs[0].budget)} {BUDGETS[budget_kind(r.budget)][2]}" if gs[0].budget else "its budget"
+    return f"at {budget}, {size}, recipe {', '.join(recipes)}"
+
+
+def unfair_lines(gs, v) -> list[str]:
+    """No fair verdict: the under-trained runs that decide it and the budget that would train them."""
+    from storygpt.compare.analysis import BUDGETS, budget_kind
+
+    names = ", ".join(f"`{g.spec}` ({g.mean:.4f})" for g in gs if g.spec in v.unfair)
+    left = [g.spec for g in gs if g.eligible]
+    low = min(g.mean for g in gs if g.eligible)
+    if any(g.mean < low for g in gs if g.spec in v.unfair):
+        why = f"{names} {'is' if len(v.unfair) == 1 else 'are'} lower but under-trained, so no run is named best"
+    else:
+        why = f"{names} {'is' if len(v.unfair) == 1 else 'are'} under-trained, which leaves `{left[0]}` alone"
+    line = f"**No fair verdict {scope(gs)}**: {why}."
+    if v.budget_needed:
+        flag = BUDGETS[budget_kind(gs[0].runs[0].budget)][0]
+        line += f" About {flag} {number(v.budget_needed)} would train {'it' if len(v.unfair) == 1 else 'them'}."
+    return [line]
+
+
+def summary_section(gs, v, several_seeds: bool, holds: str = "") -> list[str]:
     """One budget: mean (and spread) per tokenizer, the difference from the best with its interval, and the
-    sentence that names a winner or says which tokenizers cannot be told apart."""
+    sentence that names a winner or says which tokenizers cannot be told apart (with where it holds: the
+    budget, model and recipe, and ``holds``, the budgets of a sweep with the same order)."""
     lines = [
         "| tokenizer | runs | mean bits/char | spread (sd over seeds) | minus the best, 95% interval | status |",
         "|---|---:|---:|---:|---:|---:|",
@@ -377,25 +422,35 @@ def summary_section(gs, v, several_seeds: bool) -> list[str]:
         flags = [f for f, on in (("under-trained", g.under_trained), ("lossy", g.lossy)) if on]
         lines.append(f"| `{g.spec}` | {len(g.runs)} | {g.mean:.4f} | {spread} | {diff} | {', '.join(flags) or 'ok'} |")
     lines.append("")
-    if v.best is None:
-        lines.append("No tokenizer can be named best: every run is under-trained or lossy.")
+    where = scope(gs)
+    if v.unfair:
+        lines += unfair_lines(gs, v)
+    elif v.best is None:
+        lines.append(f"No tokenizer can be named best {where}: every run is under-trained or lossy.")
+        if v.budget_needed:
+            from storygpt.compare.analysis import BUDGETS, budget_kind
+
+            flag = BUDGETS[budget_kind(gs[0].runs[0].budget)][0]
+            lines[-1] += f" About {flag} {number(v.budget_needed)} would train the under-trained ones."
     elif v.winner is not None and not [g for g in gs if g is not v.best and g.eligible]:
         lines.append(
-            f"Only one tokenizer can be named here: `{v.winner}` ({v.best.mean:.4f}); nothing to compare it with."
+            f"Only one tokenizer can be named {where}: `{v.winner}` ({v.best.mean:.4f}); nothing to compare it with."
         )
     elif v.winner is not None:
         others = [g.spec for g in gs if g is not v.best and g.eligible]
         lines.append(
-            f"**Lowest held-out bits per character: `{v.winner}`** ({v.best.mean:.4f}); its difference from "
-            + (", ".join(f"`{s}`" for s in others) if others else "no other eligible tokenizer")
+            f"**Lowest held-out bits per character {where}: `{v.winner}`** ({v.best.mean:.4f}); its difference from "
+            + ", ".join(f"`{s}`" for s in others)
             + " has a 95% interval that excludes zero."
         )
     else:
         lines.append(
-            f"No winner: the lowest mean is `{v.best.spec}` ({v.best.mean:.4f}), but the 95% interval of its "
+            f"No winner {where}: the lowest mean is `{v.best.spec}` ({v.best.mean:.4f}), but the 95% interval of its "
             "difference from " + ", ".join(f"`{s}`" for s in v.tied) + " includes zero (or could not be computed): "
             "this comparison cannot tell them apart."
         )
+    if holds:
+        lines.append(holds)
     if v.ineligible:
         lines.append(
             "Never named best here: "
@@ -408,87 +463,6 @@ def summary_section(gs, v, several_seeds: bool) -> list[str]:
             "how another training seed would do (`--seeds 3` adds that)."
         )
     return lines
-
-
-def sweep_section(sw) -> list[str]:
-    """Budget sweep: the fitted curves (or why there are none) and the crossovers."""
-    from storygpt.compare.stats import PowerLawFit
-
-    lines = ["## Bits per character against compute", "", "![bits/char against training FLOPs](bpc_vs_compute.png)", ""]
-    lines.append("| tokenizer | fit L(C) = E + A C^-alpha | E | alpha | range of C fitted |")
-    lines.append("|---|---|---:|---:|---:|")
-    for spec, fit in sw.fits.items():
-        if isinstance(fit, PowerLawFit):
-            e = f"{fit.E:.3f}" + (f" +- {fit.E_se:.3f}" if fit.E_se is not None else "")
-            a = f"{fit.alpha:.3f}" + (f" +- {fit.alpha_se:.3f}" if fit.alpha_se is not None else "")
-            how = f"{fit.n} points" + (
-                ", as many parameters as budgets: it passes through the means, no uncertainty"
-                if fit.E_se is None
-                else ", +- one standard error from the residuals"
-            )
-            if fit.at_bound:
-                how += "; alpha at the edge of its search range: no power law fits these points, not drawn"
-                e, a = "-", f"{fit.alpha:.3f} (edge)"
-            lines.append(f"| `{spec}` | {how} | {e} | {a} | {sci(fit.c_min)} .. {sci(fit.c_max)} |")
-        else:
-            lines.append(f"| `{spec}` | {fit} | - | - | - |")
-    lines += [
-        "",
-        "The curves are drawn only over the compute they were fitted on; E is the curve's limit at infinite "
-        "compute, an extrapolation far outside the data, not a prediction.",
-        "",
-    ]
-    if sw.crossovers:
-        for a, b, lo, hi, c in sw.crossovers:
-            lines.append(
-                f"- `{a}` and `{b}` change order between budgets {number(lo)} and {number(hi)} "
-                f"(about {sci(c)} FLOPs, linear in log compute between the two means)."
-            )
-    else:
-        lines.append("- No two tokenizers change order between the budgets (by their mean bits/char).")
-    return lines + [""]
-
-
-def intrinsic_section(gs, correlations) -> list[str]:
-    """The tokenizers' own measures on the held-out text and their rank correlation with bits/char."""
-    lines = [
-        "## The tokenizers by themselves",
-        "",
-        "| tokenizer | chars/token | Renyi efficiency (alpha 2.5) | vocabulary used | mean token bytes | mean bits/char |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for g in sorted(gs, key=lambda g: g.mean):
-        r = g.runs[0]
-        fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
-        lines.append(
-            f"| `{g.spec}` | {r.chars_per_token:.3f} | {fmt(r.renyi_efficiency, '.3f')} | "
-            f"{fmt(r.vocab_used_share, '.1%')} | {fmt(r.mean_token_bytes, '.2f')} | {g.mean:.4f} |"
-        )
-    lines.append("")
-    if correlations:
-        n = correlations[0].n
-        lines.append(
-            f"Spearman's rank correlation with the mean bits/char over the {n} lossless tokenizers (exact "
-            "permutation p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
-        )
-        lines.append("")
-        for c in correlations:
-            name = c.measure.replace("_", " ")
-            if math.isnan(c.rho):
-                lines.append(f"- {name}: the same for every tokenizer, no rank correlation")
-                continue
-            p = "-" if c.p is None else f"{c.p:.2f}"
-            lines.append(f"- {name}: rho {c.rho:+.2f} (p {p})")
-        lines += [
-            "",
-            f"This is what it is: {n} tokenizers, one corpus, one small model and budget. With {n} points a "
-            f"perfect rank correlation arises by chance with probability {2 / math.factorial(n):.3f}; it does "
-            "not show that the measure predicts bits/char elsewhere (Zouhar et al. 2023 report their correlation "
-            "over many more tokenizers, on translation).",
-        ]
-    else:
-        lines.append("Rank correlations need at least 3 lossless tokenizers with these measures.")
-    return lines + [""]
 
 
 def provenance_section(meta) -> list[str]:
@@ -515,16 +489,31 @@ def budgets_of(gs) -> list:
 
 def verdict_sections(results: Sequence, several_seeds: bool) -> list[str]:
     """Markdown lines of the verdict per budget (a "## Budget B" heading each when there are several, else
-    "## Result"): what report.md puts first and compare.py prints when it ends."""
+    "## Result"): what report.md puts first and compare.py prints when it ends.  With several budgets each
+    ranking says at which budgets the same order of the eligible tokenizers (by mean) holds."""
     from storygpt.compare import analysis
 
     gs = analysis.groups(results)
     budgets = budgets_of(gs)
+    verdicts = {b: analysis.verdict([g for g in gs if g.budget == b]) for b in budgets}
+    orders = {}
+    for b, v in verdicts.items():
+        fair = v.best is not None and not v.unfair
+        ranked = sorted((g for g in gs if g.budget == b and g.eligible), key=lambda g: g.mean)
+        orders[b] = tuple(g.spec for g in ranked) if fair and len(ranked) > 1 else None
     lines = []
     for b in budgets:
         bg = [g for g in gs if g.budget == b]
+        holds = ""
+        if len(budgets) > 1 and orders[b]:
+            at = [x for x in budgets if orders[x] == orders[b]]
+            where = "every budget of the sweep" if at == budgets else "budgets " + ", ".join(number(x) for x in at)
+            holds = (
+                f"This order ({' < '.join(f'`{s}`' for s in orders[b])}, by mean) holds at {where} "
+                f"(of {', '.join(number(x) for x in budgets)})."
+            )
         lines += [f"## Budget {number(b)}" if len(budgets) > 1 else "## Result", ""]
-        lines += summary_section(bg, analysis.verdict(bg), several_seeds) + [""]
+        lines += summary_section(bg, verdicts[b], several_seeds, holds) + [""]
     return lines
 
 
@@ -541,6 +530,8 @@ def render_markdown(results: Sequence, meta) -> str:
         f"- corpus: `{meta.corpus}` ({meta.data_dir})",
         f"- model: {meta.model}",
         f"- budget per run: {meta.budget}",
+        f"- recipe: {meta.recipe or ', '.join(sorted({str(r.recipe) for r in results if r.recipe})) or 'not recorded'}"
+        " (pretrain.py --recipe, docs/training.md)",
         f"- seeds per tokenizer: {len(meta.seeds) or 1}"
         + (f" ({', '.join(map(str, meta.seeds))})" if meta.seeds else ""),
         f"- held-out text: {meta.heldout}",

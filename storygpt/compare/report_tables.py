@@ -1,4 +1,5 @@
-"""The tables of the comparison report: number formats and the Markdown table of every run.
+"""The tables of the comparison report: number formats, the Markdown table of every run, the sweep's fitted
+curves and the tokenizers' own measures.
 
 :data:`TABLE` names each column of ``report.md``'s "Every run" table and how a
 :class:`~storygpt.compare.report.RunResult` fills it; :func:`human`, :func:`sci`, :func:`duration`
@@ -97,3 +98,84 @@ def markdown_table(results: Sequence) -> str:
     rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(TABLE))) + "|"
     body = ["| " + " | ".join(cell(r) for _, cell in TABLE) + " |" for r in results]
     return "\n".join([head, rule, *body])
+
+
+def sweep_section(sw) -> list[str]:
+    """Budget sweep: the fitted curves (or why there are none) and the crossovers."""
+    from storygpt.compare.stats import PowerLawFit
+
+    lines = ["## Bits per character against compute", "", "![bits/char against training FLOPs](bpc_vs_compute.png)", ""]
+    lines.append("| tokenizer | fit L(C) = E + A C^-alpha | E | alpha | range of C fitted |")
+    lines.append("|---|---|---:|---:|---:|")
+    for spec, fit in sw.fits.items():
+        if isinstance(fit, PowerLawFit):
+            e = f"{fit.E:.3f}" + (f" +- {fit.E_se:.3f}" if fit.E_se is not None else "")
+            a = f"{fit.alpha:.3f}" + (f" +- {fit.alpha_se:.3f}" if fit.alpha_se is not None else "")
+            how = f"{fit.n} points" + (
+                ", as many parameters as budgets: it passes through the means, no uncertainty"
+                if fit.E_se is None
+                else ", +- one standard error from the residuals"
+            )
+            if fit.at_bound:
+                how += "; alpha at the edge of its search range: no power law fits these points, not drawn"
+                e, a = "-", f"{fit.alpha:.3f} (edge)"
+            lines.append(f"| `{spec}` | {how} | {e} | {a} | {sci(fit.c_min)} .. {sci(fit.c_max)} |")
+        else:
+            lines.append(f"| `{spec}` | {fit} | - | - | - |")
+    lines += [
+        "",
+        "The curves are drawn only over the compute they were fitted on; E is the curve's limit at infinite "
+        "compute, an extrapolation far outside the data, not a prediction.",
+        "",
+    ]
+    if sw.crossovers:
+        for a, b, lo, hi, c in sw.crossovers:
+            lines.append(
+                f"- `{a}` and `{b}` change order between budgets {number(lo)} and {number(hi)} "
+                f"(about {sci(c)} FLOPs, linear in log compute between the two means)."
+            )
+    else:
+        lines.append("- No two tokenizers change order between the budgets (by their mean bits/char).")
+    return lines + [""]
+
+
+def intrinsic_section(gs, correlations) -> list[str]:
+    """The tokenizers' own measures on the held-out text and their rank correlation with bits/char."""
+    lines = [
+        "## The tokenizers by themselves",
+        "",
+        "| tokenizer | chars/token | Renyi efficiency (alpha 2.5) | vocabulary used | mean token bytes | mean bits/char |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in sorted(gs, key=lambda g: g.mean):
+        r = g.runs[0]
+        fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
+        lines.append(
+            f"| `{g.spec}` | {r.chars_per_token:.3f} | {fmt(r.renyi_efficiency, '.3f')} | "
+            f"{fmt(r.vocab_used_share, '.1%')} | {fmt(r.mean_token_bytes, '.2f')} | {g.mean:.4f} |"
+        )
+    lines.append("")
+    if correlations:
+        n = correlations[0].n
+        lines.append(
+            f"Spearman's rank correlation with the mean bits/char over the {n} lossless tokenizers (exact "
+            "permutation p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
+        )
+        lines.append("")
+        for c in correlations:
+            name = c.measure.replace("_", " ")
+            if math.isnan(c.rho):
+                lines.append(f"- {name}: the same for every tokenizer, no rank correlation")
+                continue
+            p = "-" if c.p is None else f"{c.p:.2f}"
+            lines.append(f"- {name}: rho {c.rho:+.2f} (p {p})")
+        lines += [
+            "",
+            f"This is what it is: {n} tokenizers, one corpus, one small model and budget. With {n} points a "
+            f"perfect rank correlation arises by chance with probability {2 / math.factorial(n):.3f}; it does "
+            "not show that the measure predicts bits/char elsewhere (Zouhar et al. 2023 report their correlation "
+            "over many more tokenizers, on translation).",
+        ]
+    else:
+        lines.append("Rank correlations need at least 3 lossless tokenizers with these measures.")
+    return lines + [""]

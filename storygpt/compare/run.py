@@ -32,6 +32,7 @@ from storygpt.compare.settings import (
     budget_label,
     budget_of,
     budget_warning,
+    check_compared,
     check_run_folder,
     collect,
     corpus_name,
@@ -272,7 +273,8 @@ def compare(args, argv: list[str]) -> int:
     t_start = time.perf_counter()
     try:
         check_arguments(args)
-        specs = parse_specs(args.specs or list(DEFAULT_SPECS))
+        texts = args.specs or list(DEFAULT_SPECS)
+        specs = parse_specs(texts)
         budget_key, budget_values = budget_of(args)
         try:
             pretrain_args, data_args = shlex.split(args.pretrain_args), shlex.split(args.data_args)
@@ -317,6 +319,7 @@ def compare(args, argv: list[str]) -> int:
                     name = f"{settings.position}-{slug}-{budget_label(budget_key, value)}-s{seed}"
                     folder = out_root / corpus / name
                     runs.append(Run(spec, slug, folder, report_dir / "logs" / f"{slug}.log", (budget_key, value), seed))
+        check_compared(texts, specs, budget_values)
         for run in runs:
             check_run_folder(run, settings)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from storygpt.cli import show
 from storygpt.compare import provenance
+from storygpt.compare.analysis import BUDGETS, SHORT, budget_kind, budget_to_train
 from storygpt.compare.report import ReportError, ReportMeta, result_from_files
 from storygpt.compare.report_tables import duration, human, number, sci
 
@@ -34,12 +35,6 @@ EVALS_PER_RUN = 10
 #: pretrain.py's windows per optimizer step when --batch-size is not given (for the estimate only).
 PRETRAIN_BATCH = 16
 #: Budgets: compare.py flag -> (pretrain.py flag, metrics.jsonl key, unit in words).
-BUDGETS = {
-    "budget_flops": ("--budget-flops", "flops", "training FLOPs"),
-    "budget_chars": ("--budget-chars", "chars", "training characters"),
-    "budget_tokens": ("--budget-tokens", "tokens", "training tokens"),
-    "minutes": ("--minutes", "elapsed", "minutes of wall time"),
-}
 #: summary.json stop reasons that mean "the budget is spent" (None: still running or interrupted).
 FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
 
@@ -99,22 +94,36 @@ class Settings:
 
 
 def parse_specs(texts: list[str]) -> list:
-    """Parsed SPECs, in order, duplicates (``bpe`` and ``bpe:8192``) dropped.
+    """Parsed SPECs, in order (:func:`check_compared` refuses a repeated one).
 
     Raises:
         CompareError: an unknown or malformed SPEC (data.py's message).
     """
     from storygpt.tokenizers.spec import SpecError, parse_spec
 
-    specs = []
-    for t in texts:
-        try:
-            s = parse_spec(t)
-        except SpecError as e:
-            raise CompareError(str(e)) from None
-        if s not in specs:
-            specs.append(s)
-    return specs
+    try:
+        return [parse_spec(t) for t in texts]
+    except SpecError as e:
+        raise CompareError(str(e)) from None
+
+
+def check_compared(texts: list[str], specs: list, budgets: list[float], sizes: list | None = None) -> None:
+    """Refuse a comparison with nothing to compare, before any work: a tokenizer given twice (``bpe`` and
+    ``bpe:8192`` are one tokenizer; repeats are ``--seeds``), or one tokenizer at one budget (and one size).
+
+    Raises:
+        CompareError: naming the SPECs.
+    """
+    for i, s in enumerate(specs):
+        if s in specs[:i]:
+            first = texts[specs.index(s)]
+            given = f"{first} is given twice" if first == texts[i] else f"{first} and {texts[i]} are one tokenizer"
+            raise CompareError(f"{given} ({s}): to train a tokenizer several times use --seeds N")
+    if len(specs) == 1 and len(budgets) < 2 and len(sizes or []) < 2:
+        raise CompareError(
+            f"{texts[0]} alone at one budget: nothing to compare it with; give two or more SPECs, or several "
+            "budgets (e.g. --budget-flops 1e12,3e12)"
+        )
 
 
 def parse_budget_list(flag: str, text: str) -> list[float]:
@@ -156,8 +165,7 @@ def budget_of(args) -> tuple[str, list[float]]:
 
 def budget_label(key: str, value: float) -> str:
     """``("budget_flops", 6e12) -> "flops6e12"`` (for folder names)."""
-    short = {"budget_flops": "flops", "budget_chars": "chars", "budget_tokens": "tokens", "minutes": "minutes"}[key]
-    return f"{short}{number(value)}"
+    return f"{SHORT[key]}{number(value)}"
 
 
 def corpus_name(args) -> str:
@@ -278,7 +286,7 @@ def budget_warning(
     return (
         f"warning: {spec} gets about {steps:.0f} optimizer steps from {BUDGETS[key][0]} {number(value)}, fewer than "
         f"its {warmup} warm-up steps: it will be marked under-trained and never named best; "
-        f"{BUDGETS[key][0]} {number(value * want / max(steps, 1e-9))} would give it about {want} steps"
+        f"{BUDGETS[key][0]} {number(budget_to_train(value, steps, warmup))} would give it about {want} steps"
     )
 
 
@@ -487,6 +495,7 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
         seeds=seeds,
         budgets=budget_values,
         hardware=hardware,
+        recipe=args.recipe,
         argv=argv,
         provenance=env,
     )
@@ -494,8 +503,4 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
 
 def budget_key_of(results) -> str:
     """The budget kind of the report's runs (their label's prefix)."""
-    label = results[0].budget or "flops"
-    for key, short in (("budget_flops", "flops"), ("budget_chars", "chars"), ("budget_tokens", "tokens")):
-        if label.startswith(short):
-            return key
-    return "minutes"
+    return budget_kind(results[0].budget)
