@@ -507,7 +507,11 @@ def verdict_sections(results: Sequence, several_seeds: bool) -> list[str]:
         holds = ""
         if len(budgets) > 1 and orders[b]:
             at = [x for x in budgets if orders[x] == orders[b]]
-            where = "every budget of the sweep" if at == budgets else "budgets " + ", ".join(number(x) for x in at)
+            where = (
+                "every budget of the sweep"
+                if at == budgets
+                else f"budget{'s' * (len(at) > 1)} " + ", ".join(map(number, at))
+            )
             holds = (
                 f"This order ({' < '.join(f'`{s}`' for s in orders[b])}, by mean) holds at {where} "
                 f"(of {', '.join(number(x) for x in budgets)})."
