@@ -52,16 +52,17 @@ def os_reason(e: OSError) -> str:
 # -------------------------------------------------------------------- lock
 @contextlib.contextmanager
 def locked(files: RunFiles, master: bool):
-    """Create the run folder and hold its lock while inside (rank 0 only); an empty new folder is removed."""
+    """Create the run folder and hold its lock while inside (rank 0 only); an empty new folder is removed,
+    and so are the empty folders above it made for it (a refused first run leaves no ``checkpoints/NAME/``)."""
     if not master:
         yield
         return
-    existing = files.folder
+    existing, new = files.folder.absolute(), []
     while not existing.exists() and existing != existing.parent:
+        new.append(existing)
         existing = existing.parent
     if not existing.is_dir():
-        raise RunError(f"cannot create the run folder {show(files.folder)}: {existing} is a file, not a folder")
-    created = not files.folder.exists()
+        raise RunError(f"cannot create the run folder {show(files.folder)}: {show(existing)} is a file, not a folder")
     try:
         files.folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -71,8 +72,10 @@ def locked(files: RunFiles, master: bool):
         yield
     finally:
         release_lock(files.lock)
-        if created and not any(files.folder.iterdir()):
-            files.folder.rmdir()
+        for folder in new:  # deepest first, while empty
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
 
 
 def acquire_lock(path: Path) -> None:

@@ -222,3 +222,20 @@ def test_data_small_vocab_size_is_refused_before_anything_is_written(tiny_run, t
     msg = one_error_line(done.stderr, "data.py")
     assert named in msg and "is too small" in msg and f"(at least {low})" in msg
     assert not out.exists()
+
+
+def test_offline_tinystories_leaves_no_empty_download_folder(tmp_path, monkeypatch):
+    # before: data/downloads/tinystories/ stayed behind, empty, after the download failed
+    import urllib.error
+    import urllib.request
+
+    def offline(*a, **k):
+        raise urllib.error.URLError("network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    (tmp_path / "data").mkdir()
+    done = call_tool("data", "--corpus", "tinystories", "--tokenizer", "byte", "--quiet", cwd=tmp_path)
+    assert done.returncode == 1
+    msg = one_error_line(done.stderr, "data.py")
+    assert "cannot download" in msg and "network is unreachable" in msg
+    assert list(tmp_path.rglob("*")) == [tmp_path / "data"]
