@@ -199,6 +199,8 @@ def summary(run, state) -> dict:
     """
     import torch
 
+    from storygpt.checkpoint import under_trained_reason
+
     last = state.history[-1] if state.history else {}
     emb, non_emb = run.params
     m = run.meta
@@ -210,6 +212,9 @@ def summary(run, state) -> dict:
         "steps": state.step,
         **{k: getattr(state, k) for k in ("tokens", "chars", "flops", "elapsed", "train_time")},
         "stop_reason": state.stop_reason,
+        "evals": len(state.history),
+        "warmup_steps": run.hyper.warmup_steps,
+        "under_trained": under_trained_reason(state.step, run.hyper.warmup_steps, len(state.history)),
         "val_loss": last.get("val_loss"),
         "val_bpc": last.get("val_bpc"),
         "best_val_bpc": state.best_bpc if state.best_bpc < math.inf else None,

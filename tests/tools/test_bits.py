@@ -453,8 +453,14 @@ def test_cli_table_and_caveat(corpus):
     lines = out.splitlines()
     assert lines[0].startswith("text: ") and "valid.txt" in lines[0]
     header = lines[1].split()
-    assert header == ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
+    assert header == [
+        *("name", "tokenizer", "params", "steps", "FLOPs", "tokens", "chars/tok", "unk", "rtrip", "bits/char"),
+        "status",
+    ]
     assert lines[3].split()[0] == "word-run" and lines[4].split()[0] == "bpe-run"
+    # files without the record of their training: steps and FLOPs unknown; the word model is lossy
+    assert lines[3].split()[4:6] == ["-", "-"] and lines[3].split()[-1] == "lossy"
+    assert lines[4].split()[4:6] == ["-", "-"] and lines[4].split()[-1] == "-"
     assert "does not have to predict" in out  # the word-level caveat
 
 
@@ -546,3 +552,24 @@ def test_bits_text_file_given_as_checkpoint(tiny_run):
     assert rc == 2
     msg = one_error_line(err, "bits.py")
     assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg
+
+
+def test_bits_shows_steps_flops_and_marks_an_under_trained_run(tiny_run):
+    # before: a 2-step run was listed beside long runs with nothing to tell them apart
+    from storygpt.checkpoint import read_checkpoint
+
+    trained = read_checkpoint(tiny_run["ckpt"])["state"]
+    rc, out, err = run_bits(tiny_run["ckpt"], "--no-progress", "--json")
+    assert rc == 0, err
+    row = json.loads(out)["results"][0]
+    assert row["steps"] == trained["step"] == 2 and row["train_flops"] == trained["flops"] > 0
+    assert (
+        row["under_trained"].startswith("2 steps, fewer than its 20 warm-up steps") and row["status"] == "under-trained"
+    )
+    rc, out, err = run_bits(tiny_run["ckpt"], "--no-progress")
+    assert rc == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("learned-bpe-300"))
+    assert (
+        line.split()[-1] == "under-trained" and line.split()[4] == "2" and line.split()[5] == f"{trained['flops']:.3g}"
+    )
+    assert "note: learned-bpe-300 is under-trained (2 steps, fewer than its 20 warm-up steps" in out
