@@ -50,6 +50,9 @@ caveat:
 
 columns:
   name      the run folder of the checkpoint
+  tokenizer the tokenizer SPEC it was trained with (e.g. tiktoken:gpt2,
+            bpe:8192)
+  vocab     vocabulary size (token ids, special tokens included)
   params    model parameters (all, embeddings included)
   steps     optimizer steps the checkpoint was trained for ("-": a file from
             before checkpoints recorded it)
@@ -265,6 +268,7 @@ def format_table(rows: list[dict]) -> str:
     head = [
         "name",
         "tokenizer",
+        "vocab",
         "params",
         "steps",
         "FLOPs",
@@ -280,7 +284,8 @@ def format_table(rows: list[dict]) -> str:
         body.append(
             [
                 r["name"],
-                f"{r['tokenizer']} {r['vocab_size']}",
+                r["spec"],
+                f"{r['vocab_size']:,}",
                 f"{r['parameters'] / 1e6:.2f}M",
                 "-" if r.get("steps") is None else f"{r['steps']:,}",
                 "-" if r.get("train_flops") is None else f"{r['train_flops']:.3g}",
@@ -357,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             model, tok, ckpt = load_checkpoint(str(p), device="cpu")
             meta = {"data_dir": data_dir_of(ckpt, p), "corpus": ckpt.get("corpus"), "config": ckpt.get("config")}
             meta["trained"] = trained_of(ckpt) or {}
+            meta["spec"] = ckpt.get("spec")
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
         docs, source = load_text(args, loaded)
@@ -410,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                     checkpoint=str(p),
                     corpus=ckpt.get("corpus"),
                     tokenizer=tok.kind,
+                    spec=ckpt["spec"] or f"{tok.kind}:{tok.vocab_size}",  # a file from before SPECs: KIND:VOCAB
                     vocab_size=tok.vocab_size,
                     parameters=sum(t.numel() for t in model.parameters()),
                     block_size=block_size,
