@@ -243,7 +243,8 @@ def write_summary(files: RunFiles, summary: dict) -> None:
 
 
 def refresh_plot(files: RunFiles, log) -> None:
-    """Redraw RUN/loss.png (held-out bits/char curves); a plot that fails never stops training."""
+    """Redraw RUN/loss.png (training loss and held-out bits/char against steps and time, storygpt.plot);
+    a plot that fails never stops training."""
     from storygpt.plot import write_loss_png
 
     try:
