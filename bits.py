@@ -50,12 +50,21 @@ caveat:
 
 columns:
   name      the run folder of the checkpoint
+  tokenizer the tokenizer SPEC it was trained with (e.g. tiktoken:gpt2,
+            bpe:8192)
+  vocab     vocabulary size (token ids, special tokens included)
   params    model parameters (all, embeddings included)
+  steps     optimizer steps the checkpoint was trained for ("-": a file from
+            before checkpoints recorded it)
+  FLOPs     training FLOPs spent on it
   tokens    predicted tokens
   chars/tok characters per predicted token
   unk       share of predicted tokens that are <unk> (0 for BPE)
   rtrip     share of documents with decode(encode(doc)) == doc
   bits/char bits per character (lower is better)
+  status    ok, under-trained (fewer steps than its warm-up or fewer than 3
+            held-out evaluations: its bits/char says little), lossy (see the
+            caveat), or both; as compare.py marks its runs
 """
 
 
@@ -241,6 +250,13 @@ def load_text(args, loaded) -> tuple[list[str], str]:
     return docs, str(sources[0][2])
 
 
+def status_of(under_trained: str | None, lossy: bool, known: bool = True) -> str:
+    """``ok``, ``under-trained``, ``lossy`` or both, as compare.py's table marks its runs; ``-`` when the
+    checkpoint predates the record of its training (``known`` False) and is not lossy."""
+    flags = [f for f, on in (("under-trained", under_trained), ("lossy", lossy)) if on]
+    return ", ".join(flags) or ("ok" if known else "-")
+
+
 def run_name(path: Path, all_paths: list[Path]) -> str:
     name = path.parent.name or str(path.parent)
     if sum(1 for p in all_paths if (p.parent.name or str(p.parent)) == name) > 1:
@@ -249,19 +265,36 @@ def run_name(path: Path, all_paths: list[Path]) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
+    head = [
+        "name",
+        "tokenizer",
+        "vocab",
+        "params",
+        "steps",
+        "FLOPs",
+        "tokens",
+        "chars/tok",
+        "unk",
+        "rtrip",
+        "bits/char",
+        "status",
+    ]
     body = []
     for r in rows:
         body.append(
             [
                 r["name"],
-                f"{r['tokenizer']} {r['vocab_size']}",
+                r["spec"],
+                f"{r['vocab_size']:,}",
                 f"{r['parameters'] / 1e6:.2f}M",
+                "-" if r.get("steps") is None else f"{r['steps']:,}",
+                "-" if r.get("train_flops") is None else f"{r['train_flops']:.3g}",
                 f"{r['tokens']:,}",
                 f"{r['characters_per_token']:.3f}",
                 f"{r['unknown_share']:.2%}",
                 f"{r['round_trip_share']:.2f}",
                 f"{r['bits_per_character']:.4f}",
+                r["status"],
             ]
         )
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -314,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from storygpt import load_checkpoint
-        from storygpt.checkpoint import data_dir_of, resolve_checkpoint
+        from storygpt.checkpoint import data_dir_of, resolve_checkpoint, trained_of
         from storygpt.cli import show
         from storygpt.evaluate import count_characters, evaluate_bits, token_stream
         from storygpt.runtime import pick_dtype, resolve_device
@@ -328,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in paths:  # on the CPU first: only the model that is being measured goes to the device
             model, tok, ckpt = load_checkpoint(str(p), device="cpu")
             meta = {"data_dir": data_dir_of(ckpt, p), "corpus": ckpt.get("corpus"), "config": ckpt.get("config")}
+            meta["trained"] = trained_of(ckpt) or {}
+            meta["spec"] = ckpt.get("spec")
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
         docs, source = load_text(args, loaded)
@@ -381,14 +416,20 @@ def main(argv: list[str] | None = None) -> int:
                     checkpoint=str(p),
                     corpus=ckpt.get("corpus"),
                     tokenizer=tok.kind,
+                    spec=ckpt["spec"] or f"{tok.kind}:{tok.vocab_size}",  # a file from before SPECs: KIND:VOCAB
                     vocab_size=tok.vocab_size,
                     parameters=sum(t.numel() for t in model.parameters()),
                     block_size=block_size,
                     stride=stride or block_size,
                     **res.to_dict(),
                     lossy=is_lossy(res.round_trip_share, res.unknown_share),
+                    steps=ckpt["trained"].get("steps"),
+                    train_flops=ckpt["trained"].get("flops"),
+                    under_trained=ckpt["trained"].get("under_trained"),
                 )
             )
+            known = "under_trained" in ckpt["trained"]
+            rows[-1]["status"] = status_of(rows[-1]["under_trained"], rows[-1]["lossy"], known)
             if token_nats is not None:
                 from storygpt.compare.heldout import block_losses, intrinsic_measures
 
@@ -427,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(rows))
         if any(r["lossy"] for r in rows):
             print("\n" + textwrap.fill("note: " + CAVEAT, 100))
+        for r in rows:
+            if r["under_trained"]:
+                print(f"\nnote: {r['name']} is under-trained ({r['under_trained']}): its bits/char says little")
     return 0
 
 

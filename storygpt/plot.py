@@ -12,8 +12,9 @@ held-out loss in bits per character (``val_bpc``) at a number of FLOPs
 (``elapsed``).  Bits per character, unlike nats per token, is on one scale
 for every tokenizer, so runs with different tokenizers share the axes.
 
-``pretrain.py`` is meant to call :func:`write_loss_png` after each evaluation to
-refresh ``RUN/loss.png``.
+``pretrain.py`` calls :func:`write_loss_png` after each evaluation to refresh
+``RUN/loss.png``: one run's loss curve (:func:`loss_figure`, the ``"step"`` rows'
+training loss and the held-out bits per character against steps and wall time).
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ def run_curve(run_dir: str | os.PathLike, label: str | None = None) -> Curve:
         FileNotFoundError: ``run_dir`` or its metrics.jsonl is missing (named).
         MetricsError: malformed metrics.jsonl.
     """
+    return eval_curve(read_metrics(metrics_path(run_dir)), label or Path(run_dir).name)
+
+
+def metrics_path(run_dir: str | os.PathLike) -> Path:
+    """``RUN/metrics.jsonl``, checked.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` or its metrics.jsonl is missing (named).
+    """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run folder")
@@ -149,7 +159,7 @@ def run_curve(run_dir: str | os.PathLike, label: str | None = None) -> Curve:
             else ""
         )
         raise FileNotFoundError(f"{path}: no such file{hint}")
-    return eval_curve(read_metrics(path), label or run_dir.name)
+    return path
 
 
 def labels_for(folders: Sequence[str | os.PathLike]) -> list[str]:
@@ -281,18 +291,140 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
     return fig
 
 
+@dataclass
+class TrainCurve:
+    """Training loss of one run at each optimizer step (the ``"step"`` rows of metrics.jsonl).
+
+    Attributes:
+        step, elapsed, flops: as in :class:`Curve`.
+        loss: training loss, nats per token (the batch mean of the step).
+        bpc: the same loss in bits per character of training text: ``loss / ln 2 / (chars / tokens)``
+            (the training split's characters per token; NaN where the row has no characters).
+    """
+
+    step: list[int] = field(default_factory=list)
+    elapsed: list[float] = field(default_factory=list)
+    flops: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    bpc: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+def train_curve(rows: Sequence[dict]) -> TrainCurve:
+    """The ``"step"`` rows with a finite ``loss``, by step (a step logged twice by a resumed run: the later row)."""
+    by_step: dict[int, dict] = {}
+    for row in rows:
+        loss = row.get("loss")
+        if row.get("kind") == "step" and isinstance(loss, (int, float)) and math.isfinite(loss):
+            by_step[int(row.get("step", 0))] = row
+    c = TrainCurve()
+    for step in sorted(by_step):
+        row = by_step[step]
+        tokens, chars = float(row.get("tokens") or 0), float(row.get("chars") or 0)
+        c.step.append(step)
+        c.elapsed.append(float(row.get("elapsed", math.nan)))
+        c.flops.append(float(row.get("flops", math.nan)))
+        c.loss.append(float(row["loss"]))
+        c.bpc.append(float(row["loss"]) / math.log(2) / (chars / tokens) if tokens > 0 and chars > 0 else math.nan)
+    return c
+
+
+def smoothed(values: Sequence[float], window: int) -> list[float]:
+    """The centred moving average of ``values`` over ``window`` points (fewer at the ends): no lag behind a
+    falling loss, as a trailing average would have."""
+    half = max(0, window // 2)
+    sums = [0.0]
+    for v in values:
+        sums.append(sums[-1] + v)
+    out = []
+    for i in range(len(values)):
+        lo, hi = max(0, i - half), min(len(values), i + half + 1)
+        out.append((sums[hi] - sums[lo]) / (hi - lo))
+    return out
+
+
+def loss_figure(rows: Sequence[dict], title: str | None = None):
+    """The loss curve of one run, as a nanoGPT user reads it: training loss and held-out bits per character
+    against optimizer steps (top axis: training FLOPs), and the same against wall time.
+
+    The training loss is drawn in bits per character of training text (nats per token / ln 2 / characters
+    per token), on the held-out scale; a faint line per step and, past 20 steps, its moving average.  The
+    held-out evaluations are points joined by a line.
+
+    Returns:
+        A matplotlib ``Figure``; ``axes[0]`` (steps) and ``axes[1]`` (seconds) hold the training line(s)
+        first and the held-out line last.
+
+    Raises:
+        ValueError: the rows have neither a training step nor an evaluation to draw.
+    """
+    train, held = train_curve(rows), eval_curve(rows, "held-out")
+    if not len(train) and not len(held):
+        raise ValueError("nothing to plot: no training step or evaluation in the metrics yet")
+    fig = canvas()
+    fig.set_size_inches(10.4, 4.4)
+    panels = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
+    window = max(1, len(train) // 20)
+    for ax, key in zip(panels, ("step", "elapsed")):
+        xs = getattr(train, key)
+        if len(train):
+            faint = 0.35 if window > 1 else 1.0
+            ax.plot(xs, train.bpc, color="C0", linewidth=1, alpha=faint, label="training loss")
+            if window > 1:
+                ax.plot(
+                    xs,
+                    smoothed(train.bpc, window),
+                    color="C0",
+                    linewidth=1.8,
+                    label=f"training loss, mean of {window} steps",
+                )
+        ax.plot(getattr(held, key), held.bpc, color="C3", marker="o", markersize=4, linewidth=1.8, label="held-out")
+        if key == "step":
+            linear_ticks(ax.xaxis)
+        else:  # seconds: plain numbers (SI prefixes would print 300 ms as "300 m")
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.grid(True, alpha=0.3)
+    panels[0].set_xlabel("optimizer steps")
+    panels[1].set_xlabel("wall time (s)")
+    panels[0].set_ylabel("bits per character")
+    panels[0].legend(fontsize="small")
+    flops_per_step = _per_step(train.step or held.step, train.flops or held.flops)
+    if flops_per_step:
+        from matplotlib.ticker import EngFormatter, MaxNLocator
+
+        top = panels[0].secondary_xaxis("top", functions=(lambda s: s * flops_per_step, lambda f: f / flops_per_step))
+        top.set_xlabel("training FLOPs")
+        top.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        top.xaxis.set_major_formatter(EngFormatter(sep=" "))
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _per_step(steps: Sequence[int], flops: Sequence[float]) -> float | None:
+    """Training FLOPs per optimizer step (the last row's ratio; every step costs the same), or None."""
+    if steps and flops and steps[-1] > 0 and math.isfinite(flops[-1]) and flops[-1] > 0:
+        return flops[-1] / steps[-1]
+    return None
+
+
 def write_loss_png(run_dir: str | os.PathLike) -> Path | None:
-    """Refresh ``RUN/loss.png`` from ``RUN/metrics.jsonl``: held-out bits/char vs FLOPs, characters, time.
+    """Refresh ``RUN/loss.png`` from ``RUN/metrics.jsonl``: :func:`loss_figure` (training loss and held-out
+    bits per character against steps and wall time).
 
     Meant to be called by the training loop after each evaluation (cheap: one
     small figure).  Returns the PNG's path, or None (and writes nothing) while
-    the run has no evaluation with bits per character yet.
+    the run has neither a training step nor an evaluation.
 
     Raises:
         FileNotFoundError, MetricsError: as :func:`run_curve`.
     """
     run_dir = Path(run_dir)
-    curve = run_curve(run_dir)
-    if not len(curve):
+    rows = read_metrics(metrics_path(run_dir))
+    if not len(train_curve(rows)) and not len(eval_curve(rows, "")):
         return None
-    return plot_curves([curve], run_dir / "loss.png", title=run_dir.name)
+    return save_png(loss_figure(rows, title=run_dir.name), run_dir / "loss.png")

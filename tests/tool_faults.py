@@ -87,7 +87,8 @@ def signal_at(arg: str) -> None:
 
     POINT: ``step`` (as step STEP begins, after the loop's look at the stop flag: the signal arrives during
     the step), ``eval`` (as the evaluation at step STEP begins: it is cut short after its first batch),
-    ``save`` (while ckpt.pt of step STEP is written: after its bytes, before the rename).
+    ``save`` (while ckpt.pt of step STEP is written: after its bytes, before the rename), ``exit`` (as
+    pretrain.py logs "interrupted: checkpoint written at step STEP", on its way out).
     ACTION: ``INT``, ``TERM``, ``TERM2`` (two SIGTERMs), ``KILL``.
     """
     import os
@@ -111,7 +112,10 @@ def signal_at(arg: str) -> None:
             os.kill(os.getpid(), sig)
             time.sleep(0.01)  # let the handler run before the next one arrives
 
+    from storygpt.train import runfolder
+
     real_step, real_evaluate, real_save = loop.train_step, loop.evaluate, loop.save_checkpoint
+    real_log = runfolder.log_master
 
     def train_step(r, live, lr):
         fire("step", live.state.step + 1)
@@ -125,7 +129,13 @@ def signal_at(arg: str) -> None:
         step = ckpt.get("state", {}).get("step")
         return real_save(path, ckpt, during_write=lambda: fire("save", step))
 
+    def log_master(msg):
+        if msg.startswith("interrupted: checkpoint written at step "):
+            fire("exit", int(msg.split()[5]))
+        return real_log(msg)
+
     loop.train_step, loop.evaluate, loop.save_checkpoint = train_step, evaluate, save_checkpoint
+    runfolder.log_master = log_master  # before pretrain.py imports it
 
 
 @fault

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from storygpt.checkpoint import MIN_EVALS as _MIN_EVALS
 from storygpt.compare import stats
 
 #: A run with fewer held-out evaluations than this is under-trained (its curve says nothing).
-MIN_EVALS = 3
+MIN_EVALS = _MIN_EVALS  # one rule with pretrain.py and bits.py (storygpt.checkpoint)
 #: The kinds of budget: compare.py's argument -> (flag, metrics.jsonl key, words).  A run's budget label
 #: (``flops1e12``, settings.budget_label) starts with the short name in :data:`SHORT`.
 BUDGETS = {
