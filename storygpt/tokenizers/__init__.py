@@ -21,8 +21,7 @@ format) -> ``bpe_reference``, ``bpe``, ``superbpe``, ``word``, ``hf`` (the vocab
 """
 
 from .base import EOT, Tokenizer
-from .bpe import BPETokenizer, ByteTokenizer
-from .bpe_train import train_bpe
+from .bpe import BPETokenizer, ByteTokenizer, train_bpe
 from .hf import HFTokenizer
 from .interop_base import InteropError, merges_from_ranks
 from .interop_gpt2 import gpt2_bytes_to_unicode

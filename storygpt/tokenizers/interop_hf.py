@@ -14,9 +14,8 @@ from pathlib import Path
 from storygpt.atomic import write_text
 
 from . import bpe_reference
-from .bpe import BPETokenizer
 from .hf import HFFileError, read_hf_json
-from .interop_base import TEXT_PATTERNS, InteropError, ids_by_bytes, merges_from_ranks
+from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks
 from .interop_gpt2 import bytes_to_unicode, gpt2_bytes_to_unicode, unicode_to_bytes
 
 #: The same patterns as Hugging Face ``tokenizers`` (Oniguruma, Ruby syntax) must read them.
@@ -223,9 +222,10 @@ def hf_pattern(pre, source: str) -> str:
     raise _hf_fail(source, "pre_tokenizer", f"type {kind!r} is not supported (need ByteLevel or [Split, ByteLevel])")
 
 
-def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
-    """A byte-level BPE ``tokenizer.json`` (GPT-2/RoBERTa style, or ``Split`` + ``ByteLevel``)
-    as a :class:`~storygpt.tokenizers.BPETokenizer` with the same ids as ``tokenizers``.
+def read_hf(path_or_dict, source: str | None = None) -> BPEParts:
+    """A byte-level BPE ``tokenizer.json`` (GPT-2/RoBERTa style, or ``Split`` + ``ByteLevel``),
+    read for a :class:`~storygpt.tokenizers.BPETokenizer` with the same ids as ``tokenizers``
+    (``interop.from_hf`` builds it).
 
     Accepted: no normalizer; pre-tokenizer ``ByteLevel`` (``add_prefix_space: false``, its
     own regex = ``gpt2``) or ``Sequence[Split(one of storygpt's patterns, Isolated),
@@ -283,12 +283,16 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
                 raise _hf_fail(source, f"added token {t['content']!r}", f"{flag}=true is not supported")
         specials[t["content"]] = t["id"]
     vocab: dict[int, bytes] = {}
+    names: dict[int, str] = {}
     try:
         for token, i in vocab_json.items():
             if not isinstance(i, int):
                 raise ValueError(f"token {token!r} has id {i!r}, not an integer")
             if specials.get(token) == i:
                 continue  # an added token also in the vocabulary: a special token with its id
+            if i in names:
+                raise ValueError(f"tokens {names[i]!r} and {token!r} both have id {i}")
+            names[i] = token
             vocab[i] = unicode_to_bytes(token, "model.vocab")
         merges = []
         for m in merges_json:
@@ -296,8 +300,8 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
             if not isinstance(parts, list) or len(parts) != 2:
                 raise ValueError(f"merge {m!r}: expected 'left right' or [left, right]")
             merges.append((unicode_to_bytes(parts[0], "model.merges"), unicode_to_bytes(parts[1], "model.merges")))
-        return BPETokenizer.from_vocab(vocab, merges, specials, pattern, backend)
     except InteropError:
         raise
     except ValueError as e:
         raise InteropError(f"{source}: model: {e}") from None
+    return BPEParts(pattern, specials, vocab=vocab, merges=merges, source=f"{source}: model", error=InteropError)

@@ -42,8 +42,7 @@ from pathlib import Path
 
 from . import io as _io
 from .base import EOT, Tokenizer
-from .bpe import BPETokenizer, ByteTokenizer
-from .bpe_train import train_bpe
+from .bpe import BPETokenizer, ByteTokenizer, train_bpe
 from .hf import HFTokenizer
 from .hf_trained import build_unigram, build_wordpiece
 from .interop import from_tiktoken

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import interop
-from .bpe import MAX_VOCAB_SIZE
+from .bpe_vocab import MAX_VOCAB_SIZE
 from .registry import BuildOptions, SpecError, kinds
 
 # Built-in kinds whose ARG is a vocabulary size, a name, a path; and the kind that takes no ARG.

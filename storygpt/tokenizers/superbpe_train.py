@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 from . import superbpe_reference
 from .base import EOT, clean_text
-from .bpe import load_cpp
 from .bpe_train import check_train_args, check_train_files
+from .bpe_vocab import load_cpp
 from .superbpe import SuperBPETokenizer
 from .superbpe_reference import STAGE2_PATTERN, check_transition, default_transition
 

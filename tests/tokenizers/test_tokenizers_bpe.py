@@ -15,8 +15,7 @@ from conftest import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference, load
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference, load, train_bpe
 from storygpt.tokenizers.interop import from_gpt2_files, from_tiktoken
 
 CORPUS_FILES = ["english_literature_plus_kjv.txt", "russian_fortunes.txt", "chinese_fortunes.txt"]
