@@ -26,7 +26,7 @@ from .hf import HFTokenizer
 from .interop_base import InteropError, merges_from_ranks
 from .interop_gpt2 import gpt2_bytes_to_unicode
 from .io import FORMAT_VERSION, TokenizerFileError
-from .registry import BuildOptions, SpecError, from_dict, load, register_kind
+from .registry import BuildOptions, SpecError, from_dict, kind_help, load, register_kind
 from .spec import TokenizerSpec, build_tokenizer, parse_spec
 from .word import WordTokenizer
 
@@ -46,6 +46,7 @@ __all__ = [
     "build_tokenizer",
     "from_dict",
     "gpt2_bytes_to_unicode",
+    "kind_help",
     "load",
     "merges_from_ranks",
     "parse_spec",

@@ -41,6 +41,7 @@ from .base import (
     resolve_special,
     safe_cut,
 )
+from .bpe_reference import DEFAULT_PATTERN
 from .bpe_vocab import (
     MAX_ID_GAP,
     MAX_VOCAB_SIZE,
@@ -98,7 +99,7 @@ class BPETokenizer(Tokenizer):
         vocab: Mapping[int, bytes],
         merges: Sequence[tuple[int, int, int]] | None,
         special_tokens: Mapping[str, int],
-        pattern: str = "simple",
+        pattern: str = DEFAULT_PATTERN,
         merge_rule: str = "merges",
         backend: str = "cpp",
     ):
@@ -176,7 +177,11 @@ class BPETokenizer(Tokenizer):
     # ----------------------------------------------------------- constructors
     @classmethod
     def from_merges_ids(
-        cls, merges: Sequence[tuple[int, int]], special_tokens=("<pad>", EOT), pattern: str = "simple", backend="cpp"
+        cls,
+        merges: Sequence[tuple[int, int]],
+        special_tokens=("<pad>", EOT),
+        pattern: str = DEFAULT_PATTERN,
+        backend="cpp",
     ):
         """From merges as id pairs (``bpe_reference.train`` output): merge ``i`` makes id ``256 + i``.
 
@@ -207,7 +212,7 @@ class BPETokenizer(Tokenizer):
         cls,
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens=("<pad>", EOT),
-        pattern: str = "simple",
+        pattern: str = DEFAULT_PATTERN,
         backend="cpp",
     ):
         """From merges as byte-string pairs (rank = list order).
@@ -241,7 +246,7 @@ class BPETokenizer(Tokenizer):
         vocab: Mapping[int, bytes],
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens=(EOT,),
-        pattern: str = "simple",
+        pattern: str = DEFAULT_PATTERN,
         backend: str = "cpp",
     ):
         """From someone else's vocabulary and merges, keeping their ids (rank = merges order).
@@ -340,7 +345,7 @@ class BPETokenizer(Tokenizer):
 
     @classmethod
     def train_from_counts(
-        cls, counts: Mapping, vocab_size: int, pattern="simple", special_tokens=("<pad>", EOT), *args, **kwargs
+        cls, counts: Mapping, vocab_size: int, pattern=DEFAULT_PATTERN, special_tokens=("<pad>", EOT), *args, **kwargs
     ) -> BPETokenizer:
         """Deprecated: :func:`storygpt.tokenizers.train_bpe` with the counts (a mapping chunk -> count)."""
         _deprecated("BPETokenizer.train_from_counts(counts, ...)", "storygpt.tokenizers.train_bpe(counts, ...)")
@@ -708,6 +713,7 @@ class ByteTokenizer(BPETokenizer):
     """
 
     def __init__(self, backend: str = "cpp"):
+        # "simple" is fixed here, not a default: no merges, and its files and checkpoints record it
         super().__init__({b: bytes([b]) for b in range(256)}, [], {EOT: 256}, "simple", "merges", backend)
 
     def __repr__(self) -> str:
@@ -717,7 +723,7 @@ class ByteTokenizer(BPETokenizer):
 def train_bpe(
     source: str | bytes | Sequence[str | os.PathLike] | Iterable[str | bytes] | Mapping[str | bytes, int],
     vocab_size: int,
-    pattern: str = "simple",
+    pattern: str = DEFAULT_PATTERN,
     special_tokens: Sequence[str] = ("<pad>", EOT),
     min_frequency: int = 1,
     tie_break: str = "smallest_ids",

@@ -17,6 +17,7 @@ from . import bpe_reference
 from .hf import HFFileError, read_hf_json
 from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks
 from .interop_gpt2 import bytes_to_unicode, gpt2_bytes_to_unicode, unicode_to_bytes
+from .word import SPLIT_NAME
 
 #: The same patterns as Hugging Face ``tokenizers`` (Oniguruma, Ruby syntax) must read them.
 #: Oniguruma reads ``{1,3}+`` as "one or more groups of 1 to 3", not as possessive, so
@@ -176,6 +177,63 @@ def write_hf_files(tokenizer_json: dict, tok, path: str | os.PathLike, model_max
         write_text(file.parent / "tokenizer_config.json", json.dumps(config, ensure_ascii=False, indent=1) + "\n")
         write_text(file.parent / "special_tokens_map.json", json.dumps(roles, ensure_ascii=False, indent=1) + "\n")
     return file
+
+
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
+_WORD = rf"[\p{{L}}\p{{M}}\p{{N}}_&&[^{_CJK}]]"
+#: storygpt's word splitting ("words-v1", storygpt/tokenizers/word.py) in Oniguruma's
+#: syntax (``&&[^...]`` where Python's ``regex`` writes the set difference ``--[...]``):
+#: numbers with separators, one CJK character, words with inner apostrophes, punctuation runs.
+WORD_PATTERN = "|".join(
+    [
+        r"\p{N}+(?:[.,:]\p{N}+)+",
+        rf"[{_CJK}]",
+        rf"{_WORD}+(?:['’]{_WORD}+)*",
+        r"[^\s\p{L}\p{M}\p{N}_]+",
+    ]
+)
+
+
+def word_to_hf_dict(tok) -> dict:
+    """The ``tokenizer.json`` content of a :class:`~storygpt.tokenizers.WordTokenizer`: a ``WordLevel``
+    model with its vocabulary and ``<unk>``, after one ``Split`` pre-tokenizer that keeps the matches
+    of :data:`WORD_PATTERN` (the white space between them dropped, as storygpt drops it).  The ids
+    are identical; decoding is not (Hugging Face joins tokens with one space).
+
+    Raises:
+        InteropError: splitting rules other than ``"words-v1"``.
+    """
+    split = tok.to_dict().get("split", SPLIT_NAME)
+    if split != SPLIT_NAME:
+        raise InteropError(f"word tokenizer with splitting rules {split!r}: only {SPLIT_NAME!r} can be written")
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": hf_added_tokens(tok),
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Split",
+            "pattern": {"Regex": WORD_PATTERN},
+            "behavior": "Removed",
+            "invert": True,
+        },
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "WordLevel",
+            "vocab": {t: i for i, t in enumerate(tok.tokens)},
+            "unk_token": tok.id_to_token(tok.unk_id),
+        },
+    }
+
+
+def hf_to_hf_dict(tok) -> dict:
+    """The ``tokenizer.json`` an :class:`~storygpt.tokenizers.HFTokenizer` was made from, without its
+    post-processor (storygpt never adds ``[CLS]``/``[SEP]``-like tokens, so ``transformers`` must not either)."""
+    d = dict(tok.to_dict()["tokenizer_json"])
+    d["post_processor"] = None
+    return d
 
 
 def _hf_fail(source: str, component: str, what: str) -> InteropError:

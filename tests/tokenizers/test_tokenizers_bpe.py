@@ -384,7 +384,7 @@ def test_train_bad_vocab_size():
 def test_from_merges_and_from_vocab_keep_ids(backend):
     tok = small_trained(backend)
     as_bytes = [(tok.token_bytes(a), tok.token_bytes(b)) for a, b, _ in tok.merges]
-    again = BPETokenizer.from_merges(as_bytes, special_tokens=("<pad>", EOT, "<|end|>"), backend=backend)
+    again = BPETokenizer.from_merges(as_bytes, ("<pad>", EOT, "<|end|>"), tok.pattern, backend=backend)
     assert again.to_dict() == tok.to_dict()
     # the same vocabulary under shuffled ids
     rng = random.Random(0)
@@ -392,7 +392,7 @@ def test_from_merges_and_from_vocab_keep_ids(backend):
     rng.shuffle(perm)
     vocab = {perm[i]: tok.token_bytes(i) for i in range(256 + len(tok.merges))}
     specials = {s: perm[i] for s, i in tok.special_tokens.items()}
-    other = BPETokenizer.from_vocab(vocab, as_bytes, special_tokens=specials, backend=backend)
+    other = BPETokenizer.from_vocab(vocab, as_bytes, special_tokens=specials, pattern=tok.pattern, backend=backend)
     text = "then the theme <|end|> Сказка рыбке.\n"
     assert other.encode(text, "all") == [perm[i] for i in tok.encode(text, "all")]
     assert other.decode(other.encode(text, "all")) == text
