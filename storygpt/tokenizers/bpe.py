@@ -48,6 +48,7 @@ from .bpe_vocab import (
     MERGE_RULES,
     check_backend,
     check_merges,
+    check_tables,
     load_cpp,
     parts_from_dict,
     rank_merges,
@@ -110,31 +111,8 @@ class BPETokenizer(Tokenizer):
         self.pattern = pattern
         self.merge_rule = merge_rule
         self.backend = backend
-        self._vocab: dict[int, bytes] = {}
-        for i, b in vocab.items():
-            i = int(i)
-            if i < 0:
-                raise ValueError(f"negative token id {i}")
-            if not isinstance(b, (bytes, bytearray)) or not b:
-                raise ValueError(f"token {i} must be non-empty bytes, got {b!r}")
-            self._vocab[i] = bytes(b)
-        byte_ids = [-1] * 256
-        for i, b in sorted(self._vocab.items()):
-            if len(b) == 1 and byte_ids[b[0]] < 0:
-                byte_ids[b[0]] = i
-        missing = [b for b in range(256) if byte_ids[b] < 0]
-        if missing:
-            raise ValueError(f"vocabulary lacks {len(missing)} single-byte tokens, e.g. byte {missing[0]:#04x}")
-        self._byte_ids = byte_ids
-
-        self._special: dict[str, int] = {}
-        for s, i in special_tokens.items():
-            if not isinstance(s, str) or not s:
-                raise ValueError(f"special token {s!r} must be a non-empty string")
-            i = int(i)
-            if i < 0 or i in self._vocab or i in self._special.values():
-                raise ValueError(f"special token {s!r} has id {i}, which is negative or already used")
-            self._special[s] = i
+        self._vocab, self._byte_ids, self._special = check_tables(vocab, special_tokens)
+        byte_ids = self._byte_ids
         self._pad = self._special.get("<pad>")
 
         if merge_rule == "merges":
@@ -734,7 +712,7 @@ def train_bpe(
     """Learn a byte-level BPE vocabulary (Sennrich et al. 2016; GPT-2's byte level).
 
     Args:
-        source: what to learn from (module docstring): a text (``str``: lone surrogates
+        source: what to learn from (:mod:`~storygpt.tokenizers.bpe_train`): a text (``str``: lone surrogates
             become U+FFFD; ``bytes``: trained on as bytes, UTF-8 or not), a list of file
             paths (read as bytes; a single path must still be a list), any other
             iterable of ``str``/``bytes`` texts (each a separate text: chunks never cross
@@ -744,13 +722,14 @@ def train_bpe(
         vocab_size: final vocabulary size: 256 bytes + merges + special tokens (fewer
             merges are learned when the text runs out of pairs; a ``UserWarning`` then
             gives the size reached).
-        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``, ``"o200k"``).
+        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``, ``"o200k"``;
+            default :data:`~storygpt.tokenizers.bpe_reference.DEFAULT_PATTERN`).
         special_tokens: registered special tokens, a list of ``str``; they split the
             training text, are never merged, and get the last ids.
         min_frequency: a positive integer: stop when the best pair occurs fewer times.
         tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
         num_threads: counting threads (an integer >= 0); 0 chooses from the work size and
-            the machine (:func:`default_train_threads`).  Merges never depend on it.
+            the machine (``bpe_train.default_train_threads``).  Merges never depend on it.
         backend: ``"cpp"`` (``storygpt._bpe``) or ``"reference"`` (not for counts).
         progress: ``callback(stage, done, total)``, called now and then (``cpp``
             backend): stage ``"count"`` with bytes, ``"merge"`` with merges; ``total``
@@ -761,11 +740,11 @@ def train_bpe(
         then the special tokens in the order given.
 
     Raises:
-        ValueError: bad arguments (:func:`check_train_args`); counts that are not
+        ValueError: bad arguments (``bpe_train.check_train_args``); counts that are not
             positive integers, or so large that a pair count could exceed ``2**63 - 1``
             (the sum over chunks of ``count * (len(chunk bytes) - 1)``); counts with
             ``backend="reference"``.
-        TypeError: as :func:`check_train_args`; one path instead of a list; an item of
+        TypeError: as ``check_train_args``; one path instead of a list; an item of
             the texts or a key of the counts that is neither ``str`` nor ``bytes`` (named).
         FileNotFoundError, IsADirectoryError, OSError: a listed file (named).
     """

@@ -158,6 +158,40 @@ def rank_merges(vocab: Mapping[int, bytes]) -> tuple[list[tuple[int, int, int]],
     return merges, ranks
 
 
+def check_tables(vocab: Mapping[int, bytes], special_tokens: Mapping[str, int]):
+    """``(vocab, byte_ids, specials)`` of a BPE vocabulary, checked: ids non-negative, tokens
+    non-empty bytes, all 256 single bytes present (``byte_ids[b]``: the first id of byte ``b``),
+    special tokens non-empty strings with ids of their own.
+
+    Raises:
+        ValueError: the first fault, naming the id, byte or special token.
+    """
+    out: dict[int, bytes] = {}
+    for i, b in vocab.items():
+        i = int(i)
+        if i < 0:
+            raise ValueError(f"negative token id {i}")
+        if not isinstance(b, (bytes, bytearray)) or not b:
+            raise ValueError(f"token {i} must be non-empty bytes, got {b!r}")
+        out[i] = bytes(b)
+    byte_ids = [-1] * 256
+    for i, b in sorted(out.items()):
+        if len(b) == 1 and byte_ids[b[0]] < 0:
+            byte_ids[b[0]] = i
+    missing = [b for b in range(256) if byte_ids[b] < 0]
+    if missing:
+        raise ValueError(f"vocabulary lacks {len(missing)} single-byte tokens, e.g. byte {missing[0]:#04x}")
+    specials: dict[str, int] = {}
+    for s, i in special_tokens.items():
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"special token {s!r} must be a non-empty string")
+        i = int(i)
+        if i < 0 or i in out or i in specials.values():
+            raise ValueError(f"special token {s!r} has id {i}, which is negative or already used")
+        specials[s] = i
+    return out, byte_ids, specials
+
+
 def check_distinct(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
     """Token bytes -> id, every token once.
 
