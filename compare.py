@@ -27,6 +27,7 @@ from storygpt.compare.settings import DEFAULT_BITS_CHARS, DEFAULT_BUDGET_FLOPS, 
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model.recipes import DEFAULT as RECIPE_DEFAULT
 from storygpt.model.recipes import RECIPES
+from storygpt.tokenizers import kind_help
 
 
 # ------------------------------------------------------------------ command line
@@ -46,9 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         "specs",
         nargs="*",
         metavar="SPEC",
-        help="tokenizer SPECs as data.py --tokenizer takes them: bpe[:VOCAB], superbpe[:VOCAB[:T]], word[:VOCAB], byte, "
-        "tiktoken:NAME, hf:PATH, file:PATH, unigram[:VOCAB], wordpiece[:VOCAB], sp:PATH, spm-unigram[:VOCAB], spm-bpe[:VOCAB] "
-        "(docs/tokenizers.md). Default: " + " ".join(DEFAULT_SPECS),
+        help=f"tokenizer SPECs as data.py --tokenizer takes them: {kind_help()} (docs/tokenizers.md). Default: "
+        + " ".join(DEFAULT_SPECS),
     )
     p.add_argument(
         "--report",

@@ -31,7 +31,7 @@ from storygpt.data.prepare import (
     prepare,
 )
 from storygpt.helpformat import DefaultsOnceHelpFormatter
-from storygpt.tokenizers.registry import default_vocab
+from storygpt.tokenizers.registry import default_vocab, kind_help
 from storygpt.tokenizers.spec import SpecError, build_tokenizer, parse_spec
 
 
@@ -49,13 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tokenizer",
         metavar="SPEC",
-        help="the tokenizer: bpe[:VOCAB] (storygpt's byte-level BPE, trained here; VOCAB 8192 when omitted), "
-        "word[:VOCAB] (word-level, trained here; VOCAB 10000 when omitted), byte (the 256 bytes), "
-        "tiktoken:NAME (gpt2, cl100k_base, o200k_base; needs tiktoken), hf:PATH (any Hugging Face "
-        "tokenizer.json; needs tokenizers), file:PATH (a storygpt tokenizer file), superbpe[:VOCAB[:T]] "
-        "(SuperBPE, trained here), unigram[:VOCAB] and wordpiece[:VOCAB] (trained by Hugging Face tokenizers), "
-        "sp:PATH (a SentencePiece .model; needs sentencepiece), spm-unigram[:VOCAB] and spm-bpe[:VOCAB] (trained "
-        "by sentencepiece); docs/tokenizers.md; default: word",
+        help=f"the tokenizer: {kind_help()}; docs/tokenizers.md; default: word",
     )
     p.add_argument(
         "--bpe",

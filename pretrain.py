@@ -21,6 +21,7 @@ from storygpt import runtime
 from storygpt.cli import check_ranges, show, table_parser
 from storygpt.model import recipes
 from storygpt.model.presets import PRESETS, preset
+from storygpt.tokenizers.registry import kind_help
 from storygpt.tokenizers.spec import SpecError, parse_spec
 from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, log_master
 
@@ -69,7 +70,7 @@ on_off.__name__ = "on/off"  # argparse names the type in its error
 FLAGS = {
     "data and run folder": [
         ("--data", str, "data/shakespeare", "corpus folder written by data.py"),
-        ("--tokenizer", str, None, "SPEC of the token files: bpe[:V], word[:V], byte, tiktoken:NAME, hf:PATH ..."),
+        ("--tokenizer", str, None, "SPEC of the token files, as data.py took it (the kinds: below)"),
         ("--bpe", None, False, "short for --tokenizer bpe (= bpe:8192)"),
         ("--rope", None, False, "rotary position embeddings instead of learned absolute positions"),
         ("--out-dir", str, "checkpoints", "root of the run folders: OUT_DIR/CORPUS/RUN_NAME"),
@@ -182,7 +183,11 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     description = "Pretrain a GPT on token files written by data.py."
     choices = {"--dtype": ["auto", "float32", "bfloat16", "float16"], "--recipe": list(recipes.RECIPES)}
     choices |= {"--norm": ["layernorm", "rmsnorm"], "--mlp": ["gelu", "relu2"], "--optimizer": ["adamw", "muon"]}
-    return table_parser("pretrain.py", description, FLAGS, choices, suppress_defaults)
+    p = table_parser("pretrain.py", description, FLAGS, choices, suppress_defaults)
+    for action in p._actions:  # the kinds registered when the parser is built (plug-ins too), from the registry
+        if action.dest == "tokenizer":
+            action.help = f"SPEC of the token files, as data.py took it: {kind_help()}"
+    return p
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:

@@ -32,8 +32,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from storygpt.tokenizers import bpe_reference  # noqa: E402
-from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.tokenizers import (
+    bpe_reference,  # noqa: E402
+    train_bpe,  # noqa: E402
+)
 
 SEP = "\x00"  # one byte, absent from the corpora; registered as a special token for `joined`
 

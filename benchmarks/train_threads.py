@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 
 def worker(path: str, vocab_size: int, threads: int) -> None:
     from storygpt.tokenizers import train_bpe
-    from storygpt.tokenizers.bpe import default_train_threads
+    from storygpt.tokenizers.bpe_train import default_train_threads
 
     chosen = threads or default_train_threads(os.path.getsize(path))
     c0 = resource.getrusage(resource.RUSAGE_SELF)

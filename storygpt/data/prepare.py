@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from storygpt.atomic import atomic_write, write_json
+from storygpt.tokenizers.bpe_reference import DEFAULT_PATTERN  # set once, there (docs/data.md: why)
 from storygpt.tokenizers.registry import BuildOptions
 from storygpt.tokenizers.spec import build_tokenizer, parse_spec
 
@@ -54,8 +55,6 @@ from .progress import StageBars
 from .progress import bar as progress_bar
 from .streamsplit import iter_split, plan_split
 
-#: Default pre-tokenization pattern for BPE (see docs/data.md for why).
-DEFAULT_PATTERN = "gpt4"
 DEFAULT_TIE_BREAK = "smallest_ids"  # BPE training: which of equally frequent pairs merges first
 DEFAULT_MIN_FREQUENCY = 1  # BPE training stops below this pair count
 SPECIAL_TOKENS = ("<pad>", corpora.EOT)

@@ -3,31 +3,30 @@
 Every tokenizer implements :class:`Tokenizer` (docs/design.md, docs/tokenizers.md):
 
 * :class:`BPETokenizer`: byte-level BPE (C++ core ``storygpt._bpe`` or the
-  Python reference), trained by :func:`train_bpe` (:mod:`~storygpt.tokenizers.bpe_train`)
-  or loaded from OpenAI's, GPT-2's or Hugging Face files
-  (:mod:`storygpt.tokenizers.interop`, which also exports to them);
+  Python reference), trained by :func:`train_bpe` or loaded from OpenAI's, GPT-2's or
+  Hugging Face files (:mod:`storygpt.tokenizers.interop`, which also exports to them);
 * :class:`ByteTokenizer`: the 256 bytes, no merges;
 * :class:`WordTokenizer`: the most frequent words, the rest ``<unk>`` (lossy);
 * :class:`HFTokenizer`: any Hugging Face ``tokenizer.json`` (WordPiece, Unigram, ...).
 
 A SPEC string names one (:func:`parse_spec`, :func:`build_tokenizer`).  The kinds live
-in one table, :mod:`storygpt.tokenizers.registry`: more kinds plug in with one
-:func:`register_kind` call; :func:`load` reads any tokenizer file and returns the right
-class, :func:`from_dict` does the same for a dict (e.g. from a checkpoint).
+in one table, :mod:`storygpt.tokenizers.registry` (help line, SPEC, builder, file class,
+export): a new kind is one :func:`register_kind` call; :func:`load` reads any tokenizer
+file and returns the right class, :func:`from_dict` does the same for a dict.  The public
+names are listed in docs/api.md.
 
-Layers (each imports only those above it): ``base`` and ``io`` (the contract, the file
-format) -> ``bpe_reference``, ``bpe``, ``superbpe``, ``word``, ``hf`` (the vocabularies) ->
-``bpe_train``, ``superbpe_train``, ``word_train``, ``interop`` -> ``registry`` -> ``spec``.
+Layers (each imports only those below it): ``spec`` -> ``registry`` -> ``interop``, the other
+kinds -> ``bpe`` (the class, its constructors, ``train_bpe``) -> ``bpe_train`` (merges) and the
+``interop_*`` readers -> ``bpe_vocab`` (checks), ``word``, ``hf`` -> ``base`` -> ``io``.
 """
 
 from .base import EOT, Tokenizer
-from .bpe import BPETokenizer, ByteTokenizer
-from .bpe_train import train_bpe
+from .bpe import BPETokenizer, ByteTokenizer, train_bpe
 from .hf import HFTokenizer
 from .interop_base import InteropError, merges_from_ranks
 from .interop_gpt2 import gpt2_bytes_to_unicode
 from .io import FORMAT_VERSION, TokenizerFileError
-from .registry import BuildOptions, SpecError, from_dict, load, register_kind
+from .registry import BuildOptions, SpecError, from_dict, kind_help, load, register_kind
 from .spec import TokenizerSpec, build_tokenizer, parse_spec
 from .word import WordTokenizer
 
@@ -47,6 +46,7 @@ __all__ = [
     "build_tokenizer",
     "from_dict",
     "gpt2_bytes_to_unicode",
+    "kind_help",
     "load",
     "merges_from_ranks",
     "parse_spec",

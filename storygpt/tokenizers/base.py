@@ -154,8 +154,33 @@ def encode_split(texts, specials: dict[str, int], allowed_special, disallowed_sp
         check_no_special(t, disallowed)
         split.append(split_special(t, allowed, specials))
     plain = [p for parts in split for p in parts if isinstance(p, str)]
-    encoded = iter(encode_plain(plain) if plain else [])
+    return join_parts(split, iter(encode_plain(plain) if plain else []))
+
+
+def join_parts(split: list[list[str | int]], encoded: Iterator[list[int]]) -> list[list[int]]:
+    """Each text's parts joined again: its special-token ids (int) as they are, each plain
+    piece (str) replaced by the next id list of ``encoded``."""
     return [[i for p in parts for i in ([p] if isinstance(p, int) else next(encoded))] for parts in split]
+
+
+def join_parts_numpy(split: list[list[str | int]], ids: np.ndarray, offsets: np.ndarray):
+    """:func:`join_parts` for ids as one array: ``ids[offsets[j]:offsets[j + 1]]`` are the ids of
+    the ``j``-th plain piece; returns ``(uint32 ids, int64 offsets of shape (len(split) + 1,))``."""
+    arrays: list[np.ndarray] = []
+    out_offsets = np.zeros(len(split) + 1, dtype=np.int64)
+    total = j = 0
+    for k, parts in enumerate(split):
+        for p in parts:
+            if isinstance(p, int):
+                a = np.array([p], dtype=np.uint32)
+            else:
+                a = ids[offsets[j] : offsets[j + 1]]
+                j += 1
+            arrays.append(a)
+            total += len(a)
+        out_offsets[k + 1] = total
+    out = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(0, dtype=np.uint32)
+    return out, out_offsets
 
 
 def check_ids(ids, vocab_size: int) -> list[int]:
@@ -169,6 +194,34 @@ def check_ids(ids, vocab_size: int) -> list[int]:
     if bad:
         raise ValueError(f"unknown token id {bad[0]} (vocab_size {vocab_size})")
     return ids
+
+
+#: A safe place to cut a text stream for every pattern: right after a letter or
+#: digit that is followed by ASCII white space (see ``encode_iterable``).
+CUT_RX = regex.compile(r"(?r)[\p{L}\p{N}](?=[ \t\n\r])")
+
+
+def safe_cut(text: str, rx, maxlen: int, cut_rx=None) -> int:
+    """The largest safe cut position in ``text`` (0 if none) for ``encode_iterable``: where
+    ``cut_rx`` (default :data:`CUT_RX`) matches, not inside a special token (``rx``: their
+    alternation, ``maxlen``: the longest), or the end of one (``BPETokenizer._safe_cut_for``)."""
+    cut_rx = CUT_RX if cut_rx is None else cut_rx
+    limit = len(text) - max(maxlen, 1)
+    if limit <= 0:
+        return 0
+    spans = [m.span() for m in rx.finditer(text)] if rx is not None else []
+    best_special = max((e for s, e in spans if e <= limit), default=0)
+    end = limit + 1  # the look-ahead may see text[limit]
+    while end > best_special:
+        m = cut_rx.search(text, 0, end)
+        if m is None:
+            break
+        p = m.end()
+        inside = [s for s, e in spans if s < p < e]
+        if not inside:
+            return max(p, best_special)
+        end = min(inside)
+    return best_special
 
 
 class Tokenizer(ABC):

@@ -1,79 +1,73 @@
-"""Byte-level BPE vocabulary: build, encode (special tokens included), decode, save.
+"""Byte-level BPE: the vocabulary class, :class:`BPETokenizer`, its constructors and :func:`train_bpe`.
 
-:class:`BPETokenizer` is the vocabulary, as tiktoken's ``Encoding``: training lives in
-:mod:`storygpt.tokenizers.bpe_train` (:func:`~storygpt.tokenizers.bpe_train.train_bpe`), the
-constructors from merges, ranks or a file's dict in :mod:`storygpt.tokenizers.bpe_build`, other
-libraries' formats in :mod:`storygpt.tokenizers.interop`.
+:class:`BPETokenizer` is the vocabulary, as tiktoken's ``Encoding``: built by :func:`train_bpe`
+(merges learned by :mod:`~storygpt.tokenizers.bpe_train`), by the classmethods ``from_merges``,
+``from_merges_ids``, ``from_vocab``, ``from_ranks``, ``from_parts`` (what an importer of
+:mod:`~storygpt.tokenizers.interop` read), ``from_dict``/``load`` (a storygpt file); its checks live
+in :mod:`~storygpt.tokenizers.bpe_vocab`.  The spellings of the last release
+(``BPETokenizer.train``, ``.from_tiktoken``, ``tok.save_hf``, ...) still work and warn
+``DeprecationWarning`` naming their replacement (docs/api.md).
 
-Algorithm: byte-pair encoding (Sennrich, Haddow & Birch 2016) made byte-level as
-in GPT-2 (Radford et al. 2019); the exact semantics (pre-tokenization patterns,
-tie-breaks, lowest-rank-first merging) are those of
-:mod:`storygpt.tokenizers.bpe_reference`.  The work is done by the C++ core
-``storygpt._bpe`` (``backend="cpp"``, default) or by the Python reference
-(``backend="reference"``, slow, for tests).
-
-Two merge rules exist (recorded as ``"merge_rule"`` in the file):
-
-* ``"merges"``: the merges list is the model; merge ``i`` has rank ``i``
-  (trained tokenizers, :meth:`BPETokenizer.from_merges`, GPT-2's ``vocab.bpe``).
-* ``"ranks"``: the vocabulary is the model, as in OpenAI's ``.tiktoken`` rank
-  files and ``tiktoken``: inside a chunk, the adjacent pair whose
-  *concatenation* is a token with the lowest id is merged (leftmost on ties),
-  for *any* pair of tokens, not only one "official" split.  The encoder gets
-  every ``(a, b, id(a + b))`` with ``a``, ``b`` and ``a + b`` all tokens, with
-  rank ``id(a + b)``.
+Algorithm: byte-pair encoding (Sennrich, Haddow & Birch 2016) made byte-level as in GPT-2
+(Radford et al. 2019), with the semantics of :mod:`storygpt.tokenizers.bpe_reference`; the work
+is done by the C++ core ``storygpt._bpe`` (``backend="cpp"``) or the Python reference
+(``backend="reference"``, slow, for tests).  Two merge rules (``"merge_rule"`` in the file):
+``"merges"`` (the merges list is the model, merge ``i`` has rank ``i``: trained tokenizers,
+GPT-2's ``vocab.bpe``) and ``"ranks"`` (the vocabulary is the model, as OpenAI's ``.tiktoken``
+files: the adjacent pair whose concatenation is the token with the lowest id is merged first,
+for any pair of tokens).
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
 
-from . import bpe_reference
+from . import bpe_reference, bpe_train, interop_gpt2, interop_hf, interop_tiktoken
 from . import io as _io
-from .base import EOT, Tokenizer, check_no_special, check_texts, clean_text, resolve_special
-from .bpe_build import BPEBuilders, check_all_made, rank_merges
-from .bpe_build import special_dict as special_dict  # imported from here by bpe_train
+from .base import (
+    CUT_RX,
+    EOT,
+    Tokenizer,
+    check_no_special,
+    check_texts,
+    clean_text,
+    join_parts,
+    join_parts_numpy,
+    resolve_special,
+    safe_cut,
+)
+from .bpe_reference import DEFAULT_PATTERN
+from .bpe_vocab import (
+    MAX_ID_GAP,
+    MAX_VOCAB_SIZE,
+    MERGE_RULES,
+    check_backend,
+    check_merges,
+    check_tables,
+    load_cpp,
+    parts_from_dict,
+    rank_merges,
+    special_dict,
+    vocab_triples,
+)
+from .interop_base import BPEParts, InteropError
 
-#: The largest vocabulary: the C++ encoder takes token ids in [0, 2**26).
-MAX_VOCAB_SIZE = 1 << 26
-
-#: Unused ids allowed below the largest id (OpenAI's cl100k_base leaves 20 between its
-#: special tokens); more would make the id tables grow with the largest id, not the tokens.
-MAX_ID_GAP = 1024
-
-MERGE_RULES = ("merges", "ranks")
-BACKENDS = ("cpp", "reference")
-
-#: A safe place to cut a text stream for every pattern: right after a letter or
-#: digit that is followed by ASCII white space (see ``encode_iterable``).
-_CUT_RX = regex.compile(r"(?r)[\p{L}\p{N}](?=[ \t\n\r])")
-
-
-def load_cpp():
-    try:
-        from storygpt import _bpe  # type: ignore
-    except ImportError as e:
-        raise ImportError(
-            "the C++ extension storygpt._bpe is not built; run `python setup.py build_ext --inplace` "
-            "in the repository root, or pass backend='reference'"
-        ) from e
-    if not hasattr(_bpe, "Encoder") or not hasattr(_bpe, "train") or not hasattr(_bpe.Encoder, "split_stages"):
-        raise ImportError(
-            "this build of storygpt._bpe is older than its Python code (no Encoder/train/split_stages; rebuild with "
-            "`python setup.py build_ext --inplace`), or pass backend='reference'"
-        )
-    return _bpe
+__all__ = ["MAX_ID_GAP", "MAX_VOCAB_SIZE", "BPETokenizer", "ByteTokenizer", "load_cpp", "train_bpe"]
 
 
-def check_backend(backend: str) -> None:
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+def _deprecated(old: str, new: str) -> None:
+    """One ``DeprecationWarning``: ``old`` (a spelling of the last release) now reads ``new``."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}", DeprecationWarning, stacklevel=3
+    )
 
 
-class BPETokenizer(BPEBuilders, Tokenizer):
+class BPETokenizer(Tokenizer):
     """Byte-level BPE tokenizer (no unknown token: every string is encodable).
 
     Args:
@@ -86,13 +80,14 @@ class BPETokenizer(BPEBuilders, Tokenizer):
         merge_rule: ``"merges"`` or ``"ranks"`` (module docstring).
         backend: ``"cpp"`` (``storygpt._bpe.Encoder``) or ``"reference"`` (Python).
 
-    Usually built by :func:`~storygpt.tokenizers.bpe_train.train_bpe`, :meth:`load`,
-    :meth:`from_merges`, :meth:`from_vocab`, :meth:`from_ranks` or an importer of
-    :mod:`~storygpt.tokenizers.interop` (``from_tiktoken``, ``from_gpt2_files``, ``from_hf``).
+    Usually built by :func:`train_bpe`, :meth:`load`, :meth:`from_merges`, :meth:`from_vocab`,
+    :meth:`from_ranks` or an importer of :mod:`~storygpt.tokenizers.interop` (``from_tiktoken``,
+    ``from_gpt2_files``, ``from_hf``).
 
     Raises:
         ValueError: inconsistent vocabulary, merges or special tokens (named; with
-            rule ``"merges"``, a vocab entry that is neither a byte nor made by a merge),
+            rule ``"merges"``, a vocab entry that is neither a byte nor made by a merge,
+            two merges that make one id, two ids with the same bytes: both named),
             unknown pattern, merge rule or backend; a largest id of :data:`MAX_ID_GAP`
             or more beyond the number of tokens (named).
         ImportError: ``backend="cpp"`` without the built extension.
@@ -105,7 +100,7 @@ class BPETokenizer(BPEBuilders, Tokenizer):
         vocab: Mapping[int, bytes],
         merges: Sequence[tuple[int, int, int]] | None,
         special_tokens: Mapping[str, int],
-        pattern: str = "simple",
+        pattern: str = DEFAULT_PATTERN,
         merge_rule: str = "merges",
         backend: str = "cpp",
     ):
@@ -116,46 +111,15 @@ class BPETokenizer(BPEBuilders, Tokenizer):
         self.pattern = pattern
         self.merge_rule = merge_rule
         self.backend = backend
-        self._vocab: dict[int, bytes] = {}
-        for i, b in vocab.items():
-            i = int(i)
-            if i < 0:
-                raise ValueError(f"negative token id {i}")
-            if not isinstance(b, (bytes, bytearray)) or not b:
-                raise ValueError(f"token {i} must be non-empty bytes, got {b!r}")
-            self._vocab[i] = bytes(b)
-        byte_ids = [-1] * 256
-        for i, b in sorted(self._vocab.items()):
-            if len(b) == 1 and byte_ids[b[0]] < 0:
-                byte_ids[b[0]] = i
-        missing = [b for b in range(256) if byte_ids[b] < 0]
-        if missing:
-            raise ValueError(f"vocabulary lacks {len(missing)} single-byte tokens, e.g. byte {missing[0]:#04x}")
-        self._byte_ids = byte_ids
-
-        self._special: dict[str, int] = {}
-        for s, i in special_tokens.items():
-            if not isinstance(s, str) or not s:
-                raise ValueError(f"special token {s!r} must be a non-empty string")
-            i = int(i)
-            if i < 0 or i in self._vocab or i in self._special.values():
-                raise ValueError(f"special token {s!r} has id {i}, which is negative or already used")
-            self._special[s] = i
+        self._vocab, self._byte_ids, self._special = check_tables(vocab, special_tokens)
+        byte_ids = self._byte_ids
         self._pad = self._special.get("<pad>")
 
         if merge_rule == "merges":
             if merges is None:
                 raise ValueError("merge_rule 'merges' needs a merges list")
             self._merges = [tuple(int(x) for x in m) for m in merges]
-            for k, (a, b, new) in enumerate(self._merges):
-                for t in (a, b, new):
-                    if t not in self._vocab:
-                        raise ValueError(f"merge {k} ({a}, {b}) -> {new} uses id {t}, not in the vocabulary")
-                if self._vocab[a] + self._vocab[b] != self._vocab[new]:
-                    raise ValueError(
-                        f"merge {k}: token {new} = {self._vocab[new]!r} is not {self._vocab[a]!r} + {self._vocab[b]!r}"
-                    )
-            check_all_made(self._vocab, self._merges, byte_ids)
+            check_merges(self._vocab, self._merges, byte_ids)
             enc_merges, enc_ranks = self._merges, None
         else:
             if merges is not None:
@@ -187,6 +151,221 @@ class BPETokenizer(BPEBuilders, Tokenizer):
             self._id_objects = list(range(size))
         else:
             self._encoder = bpe_reference.Encoder(enc_merges, byte_ids, pattern, enc_ranks)
+
+    # ----------------------------------------------------------- constructors
+    @classmethod
+    def from_merges_ids(
+        cls,
+        merges: Sequence[tuple[int, int]],
+        special_tokens=("<pad>", EOT),
+        pattern: str = DEFAULT_PATTERN,
+        backend="cpp",
+    ):
+        """From merges as id pairs (``bpe_reference.train`` output): merge ``i`` makes id ``256 + i``.
+
+        Raises:
+            ValueError: a merge that uses an id not defined before it (named); two merges
+                that make the same bytes (both named, 0-based).
+        """
+        vocab = {b: bytes([b]) for b in range(256)}
+        maker: dict[bytes, int] = {}
+        triples = []
+        for k, (a, b) in enumerate(merges):
+            if a not in vocab or b not in vocab:
+                raise ValueError(f"merge {k} ({a}, {b}) uses an id not defined before it")
+            new = vocab[a] + vocab[b]
+            if new in maker:
+                j = maker[new]
+                raise ValueError(
+                    f"merges {j} {tuple(merges[j])} and {k} ({a}, {b}) both make {new!r}: "
+                    "each token must be made by one merge"
+                )
+            maker[new] = k
+            vocab[256 + k] = new
+            triples.append((a, b, 256 + k))
+        return cls(vocab, triples, special_dict(special_tokens, len(vocab)), pattern, "merges", backend)
+
+    @classmethod
+    def from_merges(
+        cls,
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens=("<pad>", EOT),
+        pattern: str = DEFAULT_PATTERN,
+        backend="cpp",
+    ):
+        """From merges as byte-string pairs (rank = list order).
+
+        Ids: byte ``b`` is ``b``, merge ``i`` makes ``256 + i``, special tokens
+        follow (a sequence) or keep their ids (a dict str -> id).
+
+        Raises:
+            ValueError: a merge uses a token not made by an earlier merge (named); two
+                merges make the same bytes (both named, 0-based).
+        """
+        by_bytes = {bytes([b]): b for b in range(256)}
+        pairs = []
+        for k, (a, b) in enumerate(merges):
+            a, b = bytes(a), bytes(b)
+            if a not in by_bytes or b not in by_bytes:
+                raise ValueError(f"merge {k} ({a!r}, {b!r}) uses a token not made by an earlier merge")
+            if a + b in by_bytes:
+                j = by_bytes[a + b] - 256
+                raise ValueError(
+                    f"merges {j} ({merges[j][0]!r}, {merges[j][1]!r}) and {k} ({a!r}, {b!r}) both make {a + b!r}: "
+                    "each token must be made by one merge"
+                )
+            pairs.append((by_bytes[a], by_bytes[b]))
+            by_bytes[a + b] = 256 + k
+        return cls.from_merges_ids(pairs, special_tokens, pattern, backend)
+
+    @classmethod
+    def from_vocab(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens=(EOT,),
+        pattern: str = DEFAULT_PATTERN,
+        backend: str = "cpp",
+    ):
+        """From someone else's vocabulary and merges, keeping their ids (rank = merges order).
+
+        Args:
+            vocab: id -> token bytes (distinct; the 256 single bytes included).
+            merges: ``(left bytes, right bytes)`` pairs; ``left + right`` must be in ``vocab``.
+            special_tokens: dict str -> id (kept), or a sequence (ids after the largest id);
+                ``None``: none.
+
+            A special token whose bytes are already a token of ``vocab`` keeps that id.  An
+            entry of ``vocab`` that is no single byte, is made by no merge (nor by any two
+            entries: that is a merge missing, refused) and was not declared special (GPT-2's
+            ``<|endoftext|>`` at 50256 in ``encoder.json``) is kept at its id as an added token,
+            encoded only when allowed like a special token, with a ``UserWarning`` naming it
+            (as Hugging Face ``tokenizers`` and tiktoken hold such tokens).
+
+        Raises:
+            ValueError: two ids with the same bytes; a merge whose parts or result is not in
+                ``vocab``; two merges that make the same token (each named: both ids, both merges).
+        """
+        vocab, triples, specials = vocab_triples(vocab, merges, special_tokens)
+        return cls(vocab, triples, specials, pattern, "merges", backend)
+
+    @classmethod
+    def from_ranks(
+        cls,
+        ranks: Mapping[bytes, int],
+        special_tokens: Mapping[str, int] | Sequence[str] = (EOT,),
+        pattern: str = "gpt2",
+        backend: str = "cpp",
+    ):
+        """From tiktoken-style mergeable ranks (token bytes -> rank = id); merge rule ``"ranks"``.
+
+        Raises:
+            ValueError: two tokens with one rank (both named), a token no two tokens make.
+        """
+        vocab: dict[int, bytes] = {}
+        for b, i in ranks.items():
+            i = int(i)
+            if i in vocab:
+                raise ValueError(f"tokens {vocab[i]!r} and {bytes(b)!r} both have rank {i}")
+            vocab[i] = bytes(b)
+        specials = special_dict(special_tokens, max(vocab) + 1)
+        return cls(vocab, None, specials, pattern, "ranks", backend)
+
+    @classmethod
+    def from_parts(cls, parts: BPEParts, backend: str = "cpp"):
+        """From what an importer of :mod:`~storygpt.tokenizers.interop` read (ranks, or a
+        vocabulary and merges): :meth:`from_ranks` or :meth:`from_vocab`.
+
+        Raises:
+            ``parts.error`` (ValueError or InteropError): what those raise, after ``parts.source``.
+        """
+        try:
+            if parts.ranks is not None:
+                return cls.from_ranks(parts.ranks, parts.specials, parts.pattern, backend)
+            return cls.from_vocab(parts.vocab, parts.merges, parts.specials, parts.pattern, backend)
+        except InteropError:
+            raise
+        except ValueError as e:
+            raise parts.error(f"{parts.source}: {e}") from None
+
+    @classmethod
+    def from_dict(cls, d: dict, backend: str = "cpp"):
+        """Rebuild from :meth:`to_dict` output (or a loaded file).
+
+        Raises:
+            TokenizerFileError: wrong format, version or kind.
+            ValueError, KeyError, TypeError: malformed content (the checks of the class).
+        """
+        vocab, merges, specials, pattern, rule = parts_from_dict(d)
+        return cls(vocab, merges, specials, pattern, rule, backend)
+
+    @classmethod
+    def load(cls, path, backend: str = "cpp") -> BPETokenizer:
+        """Load a BPE tokenizer file (see :meth:`Tokenizer.load`)."""
+        return super().load(path, backend=backend)
+
+    # ------------------------------------ spellings of the last release (DeprecationWarning)
+    @classmethod
+    def train(cls, text_or_files, vocab_size: int, *args, **kwargs) -> BPETokenizer:
+        """Deprecated: :func:`storygpt.tokenizers.train_bpe` (a text, or a list of files)."""
+        _deprecated("BPETokenizer.train(text_or_files, ...)", "storygpt.tokenizers.train_bpe(text_or_files, ...)")
+        if not isinstance(text_or_files, (str, bytes, bytearray, os.PathLike, list, tuple)):
+            text_or_files = list(text_or_files)  # the last release read any other iterable as paths
+        return train_bpe(text_or_files, vocab_size, *args, **kwargs)
+
+    @classmethod
+    def train_from_iterator(cls, texts: Iterable[str | bytes], vocab_size: int, *args, **kwargs) -> BPETokenizer:
+        """Deprecated: :func:`storygpt.tokenizers.train_bpe` with ``iter(texts)``."""
+        _deprecated("BPETokenizer.train_from_iterator(texts, ...)", "storygpt.tokenizers.train_bpe(iter(texts), ...)")
+        if isinstance(texts, (str, bytes, bytearray)):
+            raise TypeError("texts must be an iterable of texts, not a single text")
+        return train_bpe(iter(texts), vocab_size, *args, **kwargs)
+
+    @classmethod
+    def train_from_counts(
+        cls, counts: Mapping, vocab_size: int, pattern=DEFAULT_PATTERN, special_tokens=("<pad>", EOT), *args, **kwargs
+    ) -> BPETokenizer:
+        """Deprecated: :func:`storygpt.tokenizers.train_bpe` with the counts (a mapping chunk -> count)."""
+        _deprecated("BPETokenizer.train_from_counts(counts, ...)", "storygpt.tokenizers.train_bpe(counts, ...)")
+        if not isinstance(counts, Mapping):
+            raise TypeError(f"counts must be a mapping chunk -> count, got {type(counts).__name__}")
+        if len(args) == 3:  # the last release's order: min_frequency, tie_break, progress
+            kwargs["progress"] = args[2]
+            args = args[:2]
+        return train_bpe(counts, vocab_size, pattern, special_tokens, *args, **kwargs)
+
+    @classmethod
+    def from_tiktoken(cls, name_or_path, pattern=None, special_tokens=None, backend: str = "cpp") -> BPETokenizer:
+        """Deprecated: :func:`storygpt.tokenizers.interop.from_tiktoken`."""
+        _deprecated("BPETokenizer.from_tiktoken(...)", "storygpt.tokenizers.interop.from_tiktoken(...)")
+        return cls.from_parts(interop_tiktoken.read_tiktoken(name_or_path, pattern, special_tokens), backend)
+
+    @classmethod
+    def from_gpt2_files(cls, encoder_json, vocab_bpe, pattern: str = "gpt2", backend: str = "cpp") -> BPETokenizer:
+        """Deprecated: :func:`storygpt.tokenizers.interop.from_gpt2_files`."""
+        _deprecated("BPETokenizer.from_gpt2_files(...)", "storygpt.tokenizers.interop.from_gpt2_files(...)")
+        return cls.from_parts(interop_gpt2.read_gpt2_files(encoder_json, vocab_bpe, pattern), backend)
+
+    @classmethod
+    def from_hf(cls, path, backend: str = "cpp") -> BPETokenizer:
+        """Deprecated: :func:`storygpt.tokenizers.interop.from_hf`."""
+        _deprecated("BPETokenizer.from_hf(path)", "storygpt.tokenizers.interop.from_hf(path)")
+        return cls.from_parts(interop_hf.read_hf(path), backend)
+
+    def save_hf(self, path):
+        """Deprecated: :func:`storygpt.tokenizers.interop.save_hf` (returns the file written)."""
+        _deprecated("tok.save_hf(path)", "storygpt.tokenizers.interop.save_hf(tok, path)")
+        return interop_hf.save_hf(self, path)
+
+    def to_tiktoken(self, name: str | None = None):
+        """Deprecated: :func:`storygpt.tokenizers.interop.to_tiktoken`."""
+        _deprecated("tok.to_tiktoken()", "storygpt.tokenizers.interop.to_tiktoken(tok)")
+        return interop_tiktoken.to_tiktoken(self, name)
+
+    def save_tiktoken(self, path):
+        """Deprecated: :func:`storygpt.tokenizers.interop.save_tiktoken` (returns its side file)."""
+        _deprecated("tok.save_tiktoken(path)", "storygpt.tokenizers.interop.save_tiktoken(tok, path)")
+        return interop_tiktoken.save_tiktoken(self, path)
 
     # ------------------------------------------------------------- properties
     @property
@@ -372,23 +551,7 @@ class BPETokenizer(BPEBuilders, Tokenizer):
     def _batch_numpy(self, texts: list, num_threads: int, allowed_special, disallowed_special):
         pieces, split = self._batch_plan(texts, allowed_special, disallowed_special)
         ids, offsets = self._encode_many(pieces, num_threads)
-        if split is None:
-            return ids, offsets
-        arrays: list[np.ndarray] = []
-        out_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        total = j = 0
-        for k, parts in enumerate(split):
-            for p in parts:
-                if isinstance(p, int):
-                    a = np.array([p], dtype=np.uint32)
-                else:
-                    a = ids[offsets[j] : offsets[j + 1]]
-                    j += 1
-                arrays.append(a)
-                total += len(a)
-            out_offsets[k + 1] = total
-        out = np.concatenate(arrays).astype(np.uint32, copy=False) if arrays else np.zeros(0, dtype=np.uint32)
-        return out, out_offsets
+        return (ids, offsets) if split is None else join_parts_numpy(split, ids, offsets)
 
     def encode_batch(
         self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
@@ -420,19 +583,7 @@ class BPETokenizer(BPEBuilders, Tokenizer):
             lists = self._encoder.encode_batch_lists(pieces, self._id_list(), num_threads)
         else:
             lists = [list(self._encoder.encode(p.encode("utf-8"))) for p in pieces]
-        if split is None:
-            return lists
-        encoded = iter(lists)
-        out: list[list[int]] = []
-        for parts in split:
-            row: list[int] = []
-            for p in parts:
-                if isinstance(p, int):
-                    row.append(p)
-                else:
-                    row.extend(next(encoded))
-            out.append(row)
-        return out
+        return lists if split is None else join_parts(split, iter(lists))
 
     def _safe_cut_for(self, specials: frozenset):
         """Where :meth:`encode_iterable` may cut its buffer.
@@ -451,31 +602,11 @@ class BPETokenizer(BPEBuilders, Tokenizer):
         # Lone surrogates are not cleaned before cutting: one at the end may pair with the
         # next line's (encode() cleans each part; a safe cut never falls between two surrogates).
         rx, maxlen = self._special_rx(frozenset(specials))
-        return lambda text: self._safe_cut(text, rx, maxlen, self._cut_rx)
+        return lambda text: safe_cut(text, rx, maxlen, self._cut_rx)
 
     #: Reverse-search regex whose match end is a chunk boundary no later text moves
     #: (subclasses with other patterns replace it; SuperBPETokenizer does).
-    _cut_rx = _CUT_RX
-
-    @staticmethod
-    def _safe_cut(text: str, rx, maxlen: int, cut_rx=_CUT_RX) -> int:
-        """The largest safe cut position in ``text`` (0 if none); see :meth:`_safe_cut_for`."""
-        limit = len(text) - max(maxlen, 1)
-        if limit <= 0:
-            return 0
-        spans = [m.span() for m in rx.finditer(text)] if rx is not None else []
-        best_special = max((e for s, e in spans if e <= limit), default=0)
-        end = limit + 1  # the look-ahead may see text[limit]
-        while end > best_special:
-            m = cut_rx.search(text, 0, end)
-            if m is None:
-                break
-            p = m.end()
-            inside = [s for s, e in spans if s < p < e]
-            if not inside:
-                return max(p, best_special)
-            end = min(inside)
-        return best_special
+    _cut_rx = CUT_RX
 
     # ---------------------------------------------------------------- decode
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -540,11 +671,6 @@ class BPETokenizer(BPEBuilders, Tokenizer):
             d["merges"] = [list(m) for m in self._merges]
         return d
 
-    @classmethod
-    def load(cls, path, backend: str = "cpp") -> BPETokenizer:
-        """Load a BPE tokenizer file (see :meth:`Tokenizer.load`)."""
-        return super().load(path, backend=backend)
-
     def __repr__(self) -> str:
         return (
             f"BPETokenizer(vocab_size={self.vocab_size}, pattern={self.pattern!r}, "
@@ -565,7 +691,73 @@ class ByteTokenizer(BPETokenizer):
     """
 
     def __init__(self, backend: str = "cpp"):
+        # "simple" is fixed here, not a default: no merges, and its files and checkpoints record it
         super().__init__({b: bytes([b]) for b in range(256)}, [], {EOT: 256}, "simple", "merges", backend)
 
     def __repr__(self) -> str:
         return f"ByteTokenizer(vocab_size={self.vocab_size}, backend={self.backend!r})"
+
+
+def train_bpe(
+    source: str | bytes | Sequence[str | os.PathLike] | Iterable[str | bytes] | Mapping[str | bytes, int],
+    vocab_size: int,
+    pattern: str = DEFAULT_PATTERN,
+    special_tokens: Sequence[str] = ("<pad>", EOT),
+    min_frequency: int = 1,
+    tie_break: str = "smallest_ids",
+    num_threads: int = 0,
+    backend: str = "cpp",
+    progress: bpe_train.Progress | None = None,
+) -> BPETokenizer:
+    """Learn a byte-level BPE vocabulary (Sennrich et al. 2016; GPT-2's byte level).
+
+    Args:
+        source: what to learn from (:mod:`~storygpt.tokenizers.bpe_train`): a text (``str``: lone surrogates
+            become U+FFFD; ``bytes``: trained on as bytes, UTF-8 or not), a list of file
+            paths (read as bytes; a single path must still be a list), any other
+            iterable of ``str``/``bytes`` texts (each a separate text: chunks never cross
+            texts; the merges equal those of the texts joined by a special token), or a
+            mapping chunk -> count (``str`` or ``bytes`` chunks, ``"a"`` and ``b"a"``
+            adding up; ``pattern`` is then only recorded for encoding).
+        vocab_size: final vocabulary size: 256 bytes + merges + special tokens (fewer
+            merges are learned when the text runs out of pairs; a ``UserWarning`` then
+            gives the size reached).
+        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``, ``"o200k"``;
+            default :data:`~storygpt.tokenizers.bpe_reference.DEFAULT_PATTERN`).
+        special_tokens: registered special tokens, a list of ``str``; they split the
+            training text, are never merged, and get the last ids.
+        min_frequency: a positive integer: stop when the best pair occurs fewer times.
+        tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
+        num_threads: counting threads (an integer >= 0); 0 chooses from the work size and
+            the machine (``bpe_train.default_train_threads``).  Merges never depend on it.
+        backend: ``"cpp"`` (``storygpt._bpe``) or ``"reference"`` (not for counts).
+        progress: ``callback(stage, done, total)``, called now and then (``cpp``
+            backend): stage ``"count"`` with bytes, ``"merge"`` with merges; ``total``
+            is 0 when unknown.  An exception it raises ends training.
+
+    Returns:
+        A :class:`BPETokenizer` with ids: bytes ``0..255``, merge ``i`` at ``256 + i``,
+        then the special tokens in the order given.
+
+    Raises:
+        ValueError: bad arguments (``bpe_train.check_train_args``); counts that are not
+            positive integers, or so large that a pair count could exceed ``2**63 - 1``
+            (the sum over chunks of ``count * (len(chunk bytes) - 1)``); counts with
+            ``backend="reference"``.
+        TypeError: as ``check_train_args``; one path instead of a list; an item of
+            the texts or a key of the counts that is neither ``str`` nor ``bytes`` (named).
+        FileNotFoundError, IsADirectoryError, OSError: a listed file (named).
+    """
+    args = bpe_train.check_train_args(
+        vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads, backend
+    )
+    pairs = bpe_train.learn_merges(source, args, progress)
+    tok = BPETokenizer.from_merges_ids(pairs, special_tokens=args.specials.keys(), pattern=pattern, backend=backend)
+    if tok.vocab_size < args.vocab_size:
+        warnings.warn(
+            f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(pairs):,} merges), short of the "
+            f"{args.vocab_size:,} asked: the text ran out of pairs occurring at least "
+            f"min_frequency={args.min_frequency} times",
+            stacklevel=2,
+        )
+    return tok

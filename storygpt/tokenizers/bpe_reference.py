@@ -81,6 +81,13 @@ PATTERNS: dict[str, str | bytes] = {
 
 TIE_BREAKS = ("smallest_ids", "largest_bytes")
 
+#: The default pre-tokenization pattern, set here once for every tokenizer class, trainer and
+#: tool (docs/data.md explains the choice); a tokenizer records the pattern it was made with.
+DEFAULT_PATTERN = "gpt4"
+#: The default of the C++ core's own functions (``storygpt._bpe``), which this reference mirrors
+#: argument for argument; the library always passes its pattern to both.
+CORE_DEFAULT_PATTERN = "simple"
+
 _COMPILED = {name: regex.compile(p) for name, p in PATTERNS.items()}
 
 
@@ -89,7 +96,7 @@ def _check_pattern(pattern: str) -> None:
         raise ValueError(f"unknown pre-tokenization pattern {pattern!r}; expected one of {sorted(PATTERNS)}")
 
 
-def pretokenize(data: bytes, pattern: str = "simple") -> list[bytes]:
+def pretokenize(data: bytes, pattern: str = CORE_DEFAULT_PATTERN) -> list[bytes]:
     """Split ``data`` into chunks that merges never cross.
 
     Args:
@@ -177,7 +184,7 @@ def _merge_word(word: tuple[int, ...], pair: tuple[int, int], new_id: int) -> tu
 def train(
     data: bytes | str,
     vocab_size: int,
-    pattern: str = "simple",
+    pattern: str = CORE_DEFAULT_PATTERN,
     special_tokens: Iterable[bytes | str] = (),
     min_frequency: int = 1,
     tie_break: str = "smallest_ids",
@@ -299,7 +306,7 @@ class Encoder:
         self,
         merges: Sequence[tuple[int, int, int]],
         byte_ids: Sequence[int] | None = None,
-        pattern: str = "simple",
+        pattern: str = CORE_DEFAULT_PATTERN,
         ranks: Sequence[int] | None = None,
     ):
         _check_pattern(pattern)
@@ -366,6 +373,6 @@ class Encoder:
             raise ValueError(f"unknown token id {token_id}") from None
 
 
-def encoder_from_merges(merges: Sequence[tuple[int, int]], pattern: str = "simple") -> Encoder:
+def encoder_from_merges(merges: Sequence[tuple[int, int]], pattern: str = CORE_DEFAULT_PATTERN) -> Encoder:
     """Build an :class:`Encoder` from merges as :func:`train` returns them."""
     return Encoder([(a, b, 256 + i) for i, (a, b) in enumerate(merges)], pattern=pattern)

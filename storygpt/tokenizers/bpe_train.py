@@ -1,8 +1,9 @@
-"""BPE training: one entry point, :func:`train_bpe`, for a text, files, an iterator of texts or counts.
+"""BPE training: the merges behind :func:`storygpt.tokenizers.bpe.train_bpe`, from a text, files,
+an iterator of texts or counts.
 
-The vocabulary it returns is a :class:`~storygpt.tokenizers.bpe.BPETokenizer`; this module
-only learns the merges.  The four sources differ in how chunks are counted, never in the
-merges learned from the same chunks:
+This module only learns the merges (:func:`learn_merges`); ``train_bpe`` (in ``bpe.py``, with
+the vocabulary class) makes them a :class:`~storygpt.tokenizers.bpe.BPETokenizer`.  The four sources differ in how
+chunks are counted, never in the merges learned from the same chunks:
 
 ==========================  =============================================================
 ``str`` / ``bytes``         one text (the C++ trainer, or ``bpe_reference.train``)
@@ -20,15 +21,14 @@ the one warning when the text runs out of pairs before ``vocab_size``.
 from __future__ import annotations
 
 import os
-import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import bpe_reference
-from .base import EOT, as_int, clean_text
-from .bpe import MAX_VOCAB_SIZE, BPETokenizer, check_backend, load_cpp, special_dict
+from .base import as_int, clean_text
+from .bpe_vocab import MAX_VOCAB_SIZE, check_backend, load_cpp, special_dict
 
 #: Texts per C++ counting call for an iterator of texts (bytes).
 ITERATOR_BATCH_BYTES = 8 << 20
@@ -105,56 +105,18 @@ def check_train_args(vocab_size, special_tokens, pattern, min_frequency, tie_bre
     return TrainArgs(vocab_size, specials, pattern, min_frequency, tie_break, num_threads, backend)
 
 
-def train_bpe(
-    source: str | bytes | Sequence[str | os.PathLike] | Iterable[str | bytes] | Mapping[str | bytes, int],
-    vocab_size: int,
-    pattern: str = "simple",
-    special_tokens: Sequence[str] = ("<pad>", EOT),
-    min_frequency: int = 1,
-    tie_break: str = "smallest_ids",
-    num_threads: int = 0,
-    backend: str = "cpp",
-    progress: Progress | None = None,
-) -> BPETokenizer:
-    """Learn a byte-level BPE vocabulary (Sennrich et al. 2016; GPT-2's byte level).
-
-    Args:
-        source: what to learn from (module docstring): a text (``str``: lone surrogates
-            become U+FFFD; ``bytes``: trained on as bytes, UTF-8 or not), a list of file
-            paths (read as bytes; a single path must still be a list), any other
-            iterable of ``str``/``bytes`` texts (each a separate text: chunks never cross
-            texts; the merges equal those of the texts joined by a special token), or a
-            mapping chunk -> count (``str`` or ``bytes`` chunks, ``"a"`` and ``b"a"``
-            adding up; ``pattern`` is then only recorded for encoding).
-        vocab_size: final vocabulary size: 256 bytes + merges + special tokens (fewer
-            merges are learned when the text runs out of pairs; a ``UserWarning`` then
-            gives the size reached).
-        pattern: pre-tokenization pattern name (``"simple"``, ``"gpt2"``, ``"gpt4"``, ``"o200k"``).
-        special_tokens: registered special tokens, a list of ``str``; they split the
-            training text, are never merged, and get the last ids.
-        min_frequency: a positive integer: stop when the best pair occurs fewer times.
-        tie_break: ``"smallest_ids"`` or ``"largest_bytes"`` (see bpe_reference).
-        num_threads: counting threads (an integer >= 0); 0 chooses from the work size and
-            the machine (:func:`default_train_threads`).  Merges never depend on it.
-        backend: ``"cpp"`` (``storygpt._bpe``) or ``"reference"`` (not for counts).
-        progress: ``callback(stage, done, total)``, called now and then (``cpp``
-            backend): stage ``"count"`` with bytes, ``"merge"`` with merges; ``total``
-            is 0 when unknown.  An exception it raises ends training.
-
-    Returns:
-        A :class:`BPETokenizer` with ids: bytes ``0..255``, merge ``i`` at ``256 + i``,
-        then the special tokens in the order given.
+def learn_merges(source, args: TrainArgs, progress: Progress | None = None) -> list[tuple[int, int]]:
+    """The merges (id pairs; merge ``i`` makes id ``256 + i``) learned from ``source``, which is
+    what :func:`storygpt.tokenizers.bpe.train_bpe` takes (module docstring); ``args`` checked by
+    :func:`check_train_args`.
 
     Raises:
-        ValueError: bad arguments (:func:`check_train_args`); counts that are not
-            positive integers, or so large that a pair count could exceed ``2**63 - 1``
-            (the sum over chunks of ``count * (len(chunk bytes) - 1)``); counts with
+        TypeError: one path instead of a list; an item of the texts or a key of the counts
+            that is neither ``str`` nor ``bytes`` (named).
+        ValueError: counts that are not positive integers or too large; counts with
             ``backend="reference"``.
-        TypeError: as :func:`check_train_args`; one path instead of a list; an item of
-            the texts or a key of the counts that is neither ``str`` nor ``bytes`` (named).
         FileNotFoundError, IsADirectoryError, OSError: a listed file (named).
     """
-    args = check_train_args(vocab_size, special_tokens, pattern, min_frequency, tie_break, num_threads, backend)
     if isinstance(source, os.PathLike):
         raise TypeError(f"source: pass a list of paths, not one path ({os.fspath(source)!r})")
     if isinstance(source, (str, bytes, bytearray)):
@@ -166,17 +128,7 @@ def train_bpe(
         pairs = _learn_files([os.fspath(p) for p in source], args, progress)
     else:
         pairs = _learn_texts(source, args, progress)
-    tok = BPETokenizer.from_merges_ids(
-        [tuple(p) for p in pairs], special_tokens=args.specials.keys(), pattern=pattern, backend=backend
-    )
-    if tok.vocab_size < args.vocab_size:
-        warnings.warn(
-            f"BPE training stopped at vocab_size {tok.vocab_size:,} ({len(pairs):,} merges), short of the "
-            f"{args.vocab_size:,} asked: the text ran out of pairs occurring at least "
-            f"min_frequency={args.min_frequency} times",
-            stacklevel=2,
-        )
-    return tok
+    return [tuple(p) for p in pairs]
 
 
 def _learn_text(data: bytes, args: TrainArgs, progress: Progress | None) -> list:

@@ -8,7 +8,8 @@ and the one-id-per-token map that rank files and ``tokenizer.json`` both need
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from . import bpe_reference
 from .hf import HFFileError
@@ -29,6 +30,29 @@ TEXT_PATTERNS = {
 
 class InteropError(HFFileError):
     """A file or tokenizer that cannot be converted exactly; the message names the file and component."""
+
+
+@dataclass(frozen=True)
+class BPEParts:
+    """What an importer read, before it becomes a ``BPETokenizer`` (``BPETokenizer.from_parts``).
+
+    Attributes:
+        pattern: the pre-tokenization pattern name.
+        specials: special tokens (str -> id, or a sequence: ids after the largest).
+        ranks: token bytes -> rank = id (rule ``"ranks"``), or ``None``.
+        vocab: id -> token bytes (rule ``"merges"``, with ``merges``), or ``None``.
+        merges: ``(left bytes, right bytes)`` pairs in rank order, or ``None``.
+        source: what was read, the prefix of an error raised while building.
+        error: the exception class a ValueError raised while building becomes.
+    """
+
+    pattern: str
+    specials: Mapping[str, int] | Sequence[str]
+    ranks: Mapping[bytes, int] | None = None
+    vocab: Mapping[int, bytes] | None = None
+    merges: Sequence[tuple[bytes, bytes]] | None = None
+    source: str = ""
+    error: type = ValueError
 
 
 def merges_from_ranks(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:

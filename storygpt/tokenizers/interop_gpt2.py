@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from .bpe import BPETokenizer
+from .interop_base import BPEParts
 
 
 def gpt2_bytes_to_unicode() -> dict[int, str]:
@@ -50,10 +50,9 @@ def bytes_to_unicode(b: bytes, table: dict[int, str]) -> str:
     return "".join(table[x] for x in b)
 
 
-def from_gpt2_files(
-    encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, pattern: str = "gpt2", backend: str = "cpp"
-):
-    """GPT-2's original ``encoder.json`` (token -> id) and ``vocab.bpe`` (merges), from local paths.
+def read_gpt2_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike, pattern: str = "gpt2") -> BPEParts:
+    """GPT-2's original ``encoder.json`` (token -> id) and ``vocab.bpe`` (merges), from local paths
+    (``interop.from_gpt2_files`` makes them a ``BPETokenizer``).
 
     Both files write bytes through GPT-2's reversible byte <-> printable unicode table
     (:func:`gpt2_bytes_to_unicode`); tokens are mapped back to raw
@@ -77,7 +76,11 @@ def from_gpt2_files(
             raise ValueError(f"{encoder_json}: not valid JSON: {e}") from e
     vocab: dict[int, bytes] = {}
     specials: dict[str, int] = {}
+    names: dict[int, str] = {}
     for token, i in encoder.items():
+        if int(i) in names:
+            raise ValueError(f"{encoder_json}: tokens {names[int(i)]!r} and {token!r} both have id {i}")
+        names[int(i)] = token
         if token.startswith("<|") and token.endswith("|>"):
             specials[token] = int(i)
         else:
@@ -100,7 +103,4 @@ def from_gpt2_files(
                 )
             made_at[a + b] = n
             merges.append((a, b))
-    try:
-        return BPETokenizer.from_vocab(vocab, merges, specials, pattern, backend)
-    except ValueError as e:
-        raise ValueError(f"{vocab_bpe}: {e}") from None
+    return BPEParts(pattern, specials, vocab=vocab, merges=merges, source=os.fspath(vocab_bpe))

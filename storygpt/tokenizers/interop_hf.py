@@ -14,10 +14,10 @@ from pathlib import Path
 from storygpt.atomic import write_text
 
 from . import bpe_reference
-from .bpe import BPETokenizer
 from .hf import HFFileError, read_hf_json
-from .interop_base import TEXT_PATTERNS, InteropError, ids_by_bytes, merges_from_ranks
+from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks
 from .interop_gpt2 import bytes_to_unicode, gpt2_bytes_to_unicode, unicode_to_bytes
+from .word import SPLIT_NAME
 
 #: The same patterns as Hugging Face ``tokenizers`` (Oniguruma, Ruby syntax) must read them.
 #: Oniguruma reads ``{1,3}+`` as "one or more groups of 1 to 3", not as possessive, so
@@ -179,6 +179,63 @@ def write_hf_files(tokenizer_json: dict, tok, path: str | os.PathLike, model_max
     return file
 
 
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}"
+_WORD = rf"[\p{{L}}\p{{M}}\p{{N}}_&&[^{_CJK}]]"
+#: storygpt's word splitting ("words-v1", storygpt/tokenizers/word.py) in Oniguruma's
+#: syntax (``&&[^...]`` where Python's ``regex`` writes the set difference ``--[...]``):
+#: numbers with separators, one CJK character, words with inner apostrophes, punctuation runs.
+WORD_PATTERN = "|".join(
+    [
+        r"\p{N}+(?:[.,:]\p{N}+)+",
+        rf"[{_CJK}]",
+        rf"{_WORD}+(?:['’]{_WORD}+)*",
+        r"[^\s\p{L}\p{M}\p{N}_]+",
+    ]
+)
+
+
+def word_to_hf_dict(tok) -> dict:
+    """The ``tokenizer.json`` content of a :class:`~storygpt.tokenizers.WordTokenizer`: a ``WordLevel``
+    model with its vocabulary and ``<unk>``, after one ``Split`` pre-tokenizer that keeps the matches
+    of :data:`WORD_PATTERN` (the white space between them dropped, as storygpt drops it).  The ids
+    are identical; decoding is not (Hugging Face joins tokens with one space).
+
+    Raises:
+        InteropError: splitting rules other than ``"words-v1"``.
+    """
+    split = tok.to_dict().get("split", SPLIT_NAME)
+    if split != SPLIT_NAME:
+        raise InteropError(f"word tokenizer with splitting rules {split!r}: only {SPLIT_NAME!r} can be written")
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": hf_added_tokens(tok),
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Split",
+            "pattern": {"Regex": WORD_PATTERN},
+            "behavior": "Removed",
+            "invert": True,
+        },
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "WordLevel",
+            "vocab": {t: i for i, t in enumerate(tok.tokens)},
+            "unk_token": tok.id_to_token(tok.unk_id),
+        },
+    }
+
+
+def hf_to_hf_dict(tok) -> dict:
+    """The ``tokenizer.json`` an :class:`~storygpt.tokenizers.HFTokenizer` was made from, without its
+    post-processor (storygpt never adds ``[CLS]``/``[SEP]``-like tokens, so ``transformers`` must not either)."""
+    d = dict(tok.to_dict()["tokenizer_json"])
+    d["post_processor"] = None
+    return d
+
+
 def _hf_fail(source: str, component: str, what: str) -> InteropError:
     return InteropError(f"{source}: {component}: {what}; storygpt reads byte-level BPE tokenizer.json files only")
 
@@ -223,9 +280,10 @@ def hf_pattern(pre, source: str) -> str:
     raise _hf_fail(source, "pre_tokenizer", f"type {kind!r} is not supported (need ByteLevel or [Split, ByteLevel])")
 
 
-def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
-    """A byte-level BPE ``tokenizer.json`` (GPT-2/RoBERTa style, or ``Split`` + ``ByteLevel``)
-    as a :class:`~storygpt.tokenizers.BPETokenizer` with the same ids as ``tokenizers``.
+def read_hf(path_or_dict, source: str | None = None) -> BPEParts:
+    """A byte-level BPE ``tokenizer.json`` (GPT-2/RoBERTa style, or ``Split`` + ``ByteLevel``),
+    read for a :class:`~storygpt.tokenizers.BPETokenizer` with the same ids as ``tokenizers``
+    (``interop.from_hf`` builds it).
 
     Accepted: no normalizer; pre-tokenizer ``ByteLevel`` (``add_prefix_space: false``, its
     own regex = ``gpt2``) or ``Sequence[Split(one of storygpt's patterns, Isolated),
@@ -283,12 +341,16 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
                 raise _hf_fail(source, f"added token {t['content']!r}", f"{flag}=true is not supported")
         specials[t["content"]] = t["id"]
     vocab: dict[int, bytes] = {}
+    names: dict[int, str] = {}
     try:
         for token, i in vocab_json.items():
             if not isinstance(i, int):
                 raise ValueError(f"token {token!r} has id {i!r}, not an integer")
             if specials.get(token) == i:
                 continue  # an added token also in the vocabulary: a special token with its id
+            if i in names:
+                raise ValueError(f"tokens {names[i]!r} and {token!r} both have id {i}")
+            names[i] = token
             vocab[i] = unicode_to_bytes(token, "model.vocab")
         merges = []
         for m in merges_json:
@@ -296,8 +358,8 @@ def from_hf(path_or_dict, backend: str = "cpp", source: str | None = None):
             if not isinstance(parts, list) or len(parts) != 2:
                 raise ValueError(f"merge {m!r}: expected 'left right' or [left, right]")
             merges.append((unicode_to_bytes(parts[0], "model.merges"), unicode_to_bytes(parts[1], "model.merges")))
-        return BPETokenizer.from_vocab(vocab, merges, specials, pattern, backend)
     except InteropError:
         raise
     except ValueError as e:
         raise InteropError(f"{source}: model: {e}") from None
+    return BPEParts(pattern, specials, vocab=vocab, merges=merges, source=f"{source}: model", error=InteropError)

@@ -15,8 +15,7 @@ from pathlib import Path
 from storygpt.atomic import write_text
 
 from .base import EOT, require
-from .bpe import BPETokenizer
-from .interop_base import TEXT_PATTERNS, InteropError, ids_by_bytes, merges_from_ranks
+from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks
 
 
 def is_rank_file_path(name_or_path: str | os.PathLike) -> bool:
@@ -82,13 +81,13 @@ def read_rank_file(path: str | os.PathLike) -> dict[bytes, int]:
     return ranks
 
 
-def from_tiktoken(
+def read_tiktoken(
     name_or_path: str | os.PathLike,
     pattern: str | None = None,
     special_tokens: Mapping[str, int] | Sequence[str] | None = None,
-    backend: str = "cpp",
-):
-    """OpenAI's vocabularies, read through ``tiktoken``'s own loader and cache.
+) -> BPEParts:
+    """OpenAI's vocabularies, read through ``tiktoken``'s own loader and cache
+    (``interop.from_tiktoken`` makes them a ``BPETokenizer``).
 
     Args:
         name_or_path: an encoding name known to tiktoken (``"gpt2"``, ``"r50k_base"``,
@@ -101,7 +100,7 @@ def from_tiktoken(
             ``{"<|endoftext|>": number of ranks}``.
 
     Returns:
-        A :class:`~storygpt.tokenizers.BPETokenizer` with merge rule ``"ranks"``.
+        The ranks (a ``BPETokenizer`` with merge rule ``"ranks"`` once built).
 
     Raises:
         ImportError: tiktoken is not installed.
@@ -115,12 +114,7 @@ def from_tiktoken(
     if is_rank_file_path(s):
         ranks = read_rank_file(s)
         specials = special_tokens if special_tokens is not None else {EOT: len(ranks)}
-        try:
-            return BPETokenizer.from_ranks(ranks, specials, pattern or "gpt2", backend)
-        except InteropError:
-            raise
-        except ValueError as e:
-            raise InteropError(f"{s}: {e}") from None
+        return BPEParts(pattern or "gpt2", specials, ranks=ranks, source=s, error=InteropError)
     name = check_tiktoken_name(s)
     try:
         enc = tiktoken.get_encoding(name)
@@ -142,7 +136,7 @@ def from_tiktoken(
                 f"tiktoken encoding {s!r} uses a split pattern storygpt does not implement: {enc._pat_str!r}"
             )
         pattern = names[0]
-    return BPETokenizer.from_ranks(enc._mergeable_ranks, specials, pattern, backend)
+    return BPEParts(pattern, specials, ranks=enc._mergeable_ranks, source=f"tiktoken:{name}", error=InteropError)
 
 
 def ranks_of(tok) -> dict[bytes, int]:

@@ -8,14 +8,20 @@ Every kind is one :class:`Kind` row in one table, made by :func:`register_kind`:
   calls the builder);
 * its **file class** (a :class:`~storygpt.tokenizers.base.Tokenizer` subclass) rebuilds
   a tokenizer file or checkpoint dict whose ``"kind"`` is the kind's name
-  (:func:`load`, :func:`from_dict`).
+  (:func:`load`, :func:`from_dict`);
+* its **help line** (the tools' ``--help``: :func:`kind_help`), its SPEC's **usage**, how it
+  **parses** and checks its ARG (``parse_arg``, ``check_arg``), and how it is **exported** as a
+  Hugging Face ``tokenizer.json`` (``export``; :mod:`storygpt.export.tokenizer`).
+
+This table is the only list of kinds: spec.py, export/tokenizer.py and the help texts of
+data.py, pretrain.py and compare.py read it.
 
 Adding a kind (how SuperBPE, Unigram, WordPiece or SentencePiece come in)
     Write the class in its own module of this package (or anywhere, for a plug-in):
     a ``Tokenizer`` with ``kind = "name"``, ``to_dict``/``from_dict`` (file format:
     :mod:`storygpt.tokenizers.io`) and a classmethod ``from_spec(arg, train_docs,
     options)``; then one call, ``register_kind("name", TheClass, arg="vocab",
-    default_vocab=N)``.  A built-in kind's call goes at the end of this module (with the
+    default_vocab=N, help="what it is", export=...)``.  A built-in kind's call goes at the end of this module (with the
     import of its class); a plug-in makes the call in its own module, which command-line
     tools import when it is named in ``STORYGPT_TOKENIZER_PLUGINS`` (comma-separated
     module names).  Its trainer, if it has one, lives in its own module
@@ -42,13 +48,14 @@ from pathlib import Path
 
 from . import io as _io
 from .base import EOT, Tokenizer
-from .bpe import BPETokenizer, ByteTokenizer
-from .bpe_train import train_bpe
+from .bpe import BPETokenizer, ByteTokenizer, train_bpe
+from .bpe_reference import DEFAULT_PATTERN
 from .hf import HFTokenizer
 from .hf_trained import build_unigram, build_wordpiece
-from .interop import from_tiktoken
+from .interop import from_tiktoken, to_hf_dict
+from .interop_hf import hf_to_hf_dict, word_to_hf_dict
 from .spm import SentencePieceTokenizer, build_spm_bpe, build_spm_unigram
-from .superbpe import SuperBPETokenizer, parse_spec_arg
+from .superbpe import SuperBPETokenizer, check_spec_arg, parse_spec_arg
 from .superbpe_train import train_superbpe
 from .word import WordTokenizer
 from .word_train import train_word_tokenizer
@@ -85,7 +92,7 @@ class BuildOptions:
             ``"count"`` (bytes) and ``"merge"``; ``None``: silent.
     """
 
-    pattern: str = "gpt4"
+    pattern: str = DEFAULT_PATTERN
     tie_break: str = "smallest_ids"
     min_frequency: int = 1
     num_threads: int = 0
@@ -96,14 +103,23 @@ class BuildOptions:
 
 @dataclass(frozen=True)
 class Kind:
-    """A registered tokenizer kind (see :func:`register_kind`)."""
+    """A registered tokenizer kind (see :func:`register_kind`): everything the tools know of it."""
 
     name: str
-    build: Callable  # (arg, train_docs, options) -> Tokenizer
+    build: Callable  # (arg, train_docs, options) -> Tokenizer: makes (trains, reads) what a SPEC names
     arg: str
     default_vocab: int | None = None
     file_class: type | None = None  # loads files whose "kind" is name
     parse_arg: Callable | None = None  # ARG text -> int | (int, ...) for arg="vocab"; ValueError
+    check_arg: Callable | None = None  # the value of parse_arg (or a new size) -> itself, checked; ValueError
+    help: str = ""  # one line for --help, after the usage
+    usage: str = ""  # the SPEC's form: "bpe[:VOCAB]", "tiktoken:NAME", ...
+    export: Callable | None = None  # tokenizer -> Hugging Face tokenizer.json dict (None: export.py refuses)
+
+    def help_line(self) -> str:
+        """``usage (help; VOCAB N when omitted)``, as the tools' --help lists it."""
+        default = f"; VOCAB {self.default_vocab} when omitted" if self.arg == "vocab" else ""
+        return f"{self.usage} ({self.help}{default})"
 
 
 _KINDS: dict[str, Kind] = {}
@@ -118,8 +134,13 @@ def register_kind(
     default_vocab: int | None = None,
     file_class: type | None = None,
     parse_arg: Callable[[str], int | tuple[int, ...]] | None = None,
+    check_arg: Callable | None = None,
+    help: str | None = None,
+    usage: str | None = None,
+    export: Callable | None = None,
 ) -> None:
-    """Make ``name`` a tokenizer kind: ``--tokenizer name[:ARG]`` in every tool.
+    """Make ``name`` a tokenizer kind: ``--tokenizer name[:ARG]`` in every tool, its help line in
+    their ``--help``, its files and checkpoints loadable, and (with ``export``) export.py's.
 
     Args:
         name: the kind (lower case letters, digits, ``_``; also the ``"kind"`` key of its
@@ -135,6 +156,15 @@ def register_kind(
         parse_arg: for ``arg="vocab"`` kinds whose ARG says more than a size: ARG text ->
             the vocabulary size, or a tuple of ints whose first is the vocabulary size
             (``superbpe:V:T``); ValueError (one line) for a bad ARG.
+        check_arg: with ``parse_arg``: that value (or one whose size ``--vocab-size`` changed)
+            -> itself, checked; ValueError (one line).
+        help: what the kind is, one short phrase for the tools' ``--help`` (default: "a NAME
+            tokenizer (plug-in)").
+        usage: the SPEC's form in help texts (default from ``arg``: ``name[:VOCAB]``,
+            ``name:NAME``, ``name:PATH``, ``name``).
+        export: ``tokenizer -> dict``: the Hugging Face ``tokenizer.json`` that gives the same
+            ids, for the kind's file class (:mod:`storygpt.export.tokenizer`); raises
+            ``InteropError`` for one it cannot write.  ``None``: export.py refuses the kind.
 
     Raises:
         ValueError: a bad name or ``arg``, a class without ``from_spec``, or a kind
@@ -159,7 +189,26 @@ def register_kind(
     old = _KINDS.get(name)
     if old is not None and old.build != build:
         raise ValueError(f"tokenizer kind {name!r} is already registered")
-    _KINDS[name] = Kind(name, build, arg, default_vocab, file_class, parse_arg)
+    forms = {"vocab": f"{name}[:VOCAB]", "name": f"{name}:NAME", "path": f"{name}:PATH", "none": name}
+    help = help if help is not None else f"a {name} tokenizer (plug-in)"
+    _KINDS[name] = Kind(
+        name, build, arg, default_vocab, file_class, parse_arg, check_arg, help, usage or forms[arg], export
+    )
+
+
+def kind_help() -> str:
+    """Every kind's help line, joined: the text of the tools' ``--tokenizer SPEC`` help (the kinds
+    registered so far when a plug-in cannot be imported: parsing the SPEC then says so)."""
+    try:
+        table = kinds()
+    except SpecError:
+        table = dict(_KINDS)
+    return ", ".join(k.help_line() for k in table.values())
+
+
+def exportable_kinds() -> list[str]:
+    """The kinds export.py writes as a ``tokenizer.json`` (those registered with ``export``)."""
+    return [k.name for k in kinds().values() if k.export is not None]
 
 
 def _load_plugins() -> None:
@@ -167,12 +216,12 @@ def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
         return
-    _plugins_loaded = True
     for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
         try:
             importlib.import_module(module)
-        except ImportError as e:
+        except ImportError as e:  # raised again by the next call (kind_help() passes it on to parse_spec)
             raise SpecError(f"{PLUGINS_ENV}: cannot import tokenizer plug-in module {module!r}: {e}") from None
+    _plugins_loaded = True
 
 
 def kinds() -> dict[str, Kind]:
@@ -286,17 +335,54 @@ def _build_word(vocab_size: int, docs: Iterable[str], opt: BuildOptions) -> Word
     return train_word_tokenizer(_reported(docs, opt, "count words"), vocab_size, spill)
 
 
-register_kind("bpe", _build_bpe, arg="vocab", default_vocab=8192, file_class=BPETokenizer)
 register_kind(
-    "superbpe", _build_superbpe, arg="vocab", default_vocab=8192, file_class=SuperBPETokenizer, parse_arg=parse_spec_arg
+    "bpe",
+    _build_bpe,
+    arg="vocab",
+    default_vocab=8192,
+    file_class=BPETokenizer,
+    help="storygpt's byte-level BPE, trained here",
+    export=to_hf_dict,
 )
-register_kind("word", _build_word, arg="vocab", default_vocab=10000, file_class=WordTokenizer)
-register_kind("byte", lambda arg, docs, opt: ByteTokenizer())
-register_kind("tiktoken", lambda arg, docs, opt: from_tiktoken(arg), arg="name")
-register_kind("hf", HFTokenizer, arg="path")
-register_kind("file", lambda arg, docs, opt: load(arg), arg="path")
-register_kind("unigram", build_unigram, arg="vocab", default_vocab=8192)
-register_kind("wordpiece", build_wordpiece, arg="vocab", default_vocab=8192)
-register_kind("sp", SentencePieceTokenizer, arg="path")
-register_kind("spm-unigram", build_spm_unigram, arg="vocab", default_vocab=8192)
-register_kind("spm-bpe", build_spm_bpe, arg="vocab", default_vocab=8192)
+register_kind(
+    "superbpe",
+    _build_superbpe,
+    arg="vocab",
+    default_vocab=8192,
+    file_class=SuperBPETokenizer,
+    parse_arg=parse_spec_arg,
+    check_arg=check_spec_arg,
+    help="SuperBPE, trained here: BPE up to T, then tokens across words up to VOCAB",
+    usage="superbpe[:VOCAB[:T]]",
+)
+register_kind(
+    "word",
+    _build_word,
+    arg="vocab",
+    default_vocab=10000,
+    file_class=WordTokenizer,
+    help="word-level, trained here; lossy",
+    export=word_to_hf_dict,
+)
+register_kind("byte", lambda arg, docs, opt: ByteTokenizer(), help="the 256 bytes, no merges")
+register_kind(
+    "tiktoken",
+    lambda arg, docs, opt: from_tiktoken(arg),
+    arg="name",
+    help="an OpenAI encoding: gpt2, cl100k_base, o200k_base, ...; needs tiktoken",
+)
+register_kind(
+    "hf", HFTokenizer, arg="path", help="any Hugging Face tokenizer.json; needs tokenizers", export=hf_to_hf_dict
+)
+register_kind("file", lambda arg, docs, opt: load(arg), arg="path", help="a storygpt tokenizer file")
+register_kind(
+    "unigram", build_unigram, arg="vocab", default_vocab=8192, help="Unigram, trained by Hugging Face tokenizers"
+)
+register_kind(
+    "wordpiece", build_wordpiece, arg="vocab", default_vocab=8192, help="WordPiece, trained by Hugging Face tokenizers"
+)
+register_kind("sp", SentencePieceTokenizer, arg="path", help="a SentencePiece .model; needs sentencepiece")
+register_kind(
+    "spm-unigram", build_spm_unigram, arg="vocab", default_vocab=8192, help="Unigram, trained by sentencepiece"
+)
+register_kind("spm-bpe", build_spm_bpe, arg="vocab", default_vocab=8192, help="BPE, trained by sentencepiece")

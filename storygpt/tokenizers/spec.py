@@ -1,27 +1,16 @@
 """Tokenizer SPECs: the one string every tool takes to name a tokenizer.
 
-A SPEC is ``KIND`` or ``KIND:ARG``:
-
-========================  ==========================================================
-``bpe[:VOCAB]``           storygpt's byte-level BPE, trained on the corpus (default 8192)
-``word[:VOCAB]``          storygpt's word-level tokenizer, trained on the corpus (default 10000)
-``byte``                  the 256 bytes, no merges
-``tiktoken:NAME``         an OpenAI encoding (``gpt2``, ``cl100k_base``, ``o200k_base``, ...)
-``hf:PATH``               a Hugging Face ``tokenizer.json``
-``file:PATH``             a storygpt tokenizer file (``tokenizer-*.json``)
-``superbpe[:V[:T]]``      SuperBPE (superbpe.py): BPE up to T, then tokens across words up to V
-========================  ==========================================================
+A SPEC is ``KIND`` or ``KIND:ARG``, where KIND is a kind of the registry
+(:mod:`storygpt.tokenizers.registry`, the only list of kinds: ``bpe[:VOCAB]``, ``word[:VOCAB]``,
+``byte``, ``tiktoken:NAME``, ``hf:PATH``, ``file:PATH``, ``superbpe[:VOCAB[:T]]``, ...; their
+help lines: :func:`~storygpt.tokenizers.registry.kind_help`).
 
 :func:`parse_spec` checks the syntax (it opens no file; a ``tiktoken`` NAME must be an
 encoding tiktoken knows, when tiktoken is installed); :attr:`TokenizerSpec.slug`
 names the token files and run folders that belong to a SPEC (``train-<slug>.bin``);
-:func:`build_tokenizer` makes the tokenizer a SPEC names (training it on the corpus
-for ``bpe``/``word``).
-
-The kinds and their builders are the registry's (:mod:`storygpt.tokenizers.registry`);
-more kinds plug in there with one :func:`~storygpt.tokenizers.registry.register_kind`
-call (docs/tokenizers.md, "Adding a kind").  A vocabulary size travels as an ``int``
-(:attr:`TokenizerSpec.arg`), checked once by :func:`check_vocab_size`.
+:func:`build_tokenizer` makes the tokenizer a SPEC names with the kind's builder.
+A vocabulary size travels as an ``int`` (:attr:`TokenizerSpec.arg`), checked once by
+:func:`check_vocab_size`.
 """
 
 from __future__ import annotations
@@ -33,15 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import interop
-from .bpe import MAX_VOCAB_SIZE
+from .bpe_vocab import MAX_VOCAB_SIZE
 from .registry import BuildOptions, SpecError, kinds
 
-# Built-in kinds whose ARG is a vocabulary size, a name, a path; and the kind that takes no ARG.
-TRAINED_KINDS = ("bpe", "word")
-NAMED_KINDS = ("tiktoken",)
-PATH_KINDS = ("hf", "file")
-PLAIN_KINDS = ("byte",)
-KINDS = TRAINED_KINDS + PLAIN_KINDS + NAMED_KINDS + PATH_KINDS
 __all__ = ["BuildOptions", "SpecError", "TokenizerSpec", "build_tokenizer", "check_vocab_size", "parse_spec"]
 
 
@@ -82,15 +65,23 @@ class TokenizerSpec:
         return self.arg[0] if isinstance(self.arg, tuple) else self.arg
 
     def with_vocab_size(self, vocab_size: int) -> TokenizerSpec:
-        """This SPEC with another vocabulary size (``--vocab-size``).
+        """This SPEC with another vocabulary size (``--vocab-size``; a tuple ARG's other parts back to
+        their defaults, as ``superbpe:V``).
 
         Raises:
-            SpecError: a kind that takes no vocabulary size; a size that is not a positive integer.
+            SpecError: a kind that takes no vocabulary size; a size that is not a positive
+                integer, too large, or refused by the kind's ``check_arg`` (named).
         """
         if not self.is_trained:
-            raise SpecError(f"--vocab-size applies to bpe and word, not to {self}")
+            raise SpecError(f"--vocab-size applies to bpe and word and the other kinds trained here, not to {self}")
         vocab_size = _check_min_vocab(self.kind, check_vocab_size(vocab_size, "--vocab-size"), "--vocab-size")
-        return replace(self, arg=_parsed_arg(f"{self.kind}:{vocab_size}", kinds()[self.kind], str(vocab_size)))
+        arg, check = vocab_size, kinds()[self.kind].check_arg
+        if check is not None:
+            try:
+                arg = check(arg)
+            except ValueError as e:
+                raise SpecError(f"--vocab-size {vocab_size} for {self.kind}: {e}") from None
+        return replace(self, arg=arg)
 
     @property
     def is_trained(self) -> bool:
@@ -144,11 +135,8 @@ def parse_spec(text: str) -> TokenizerSpec:
     kind = kind.lower()
     known = kinds()
     if kind not in known:
-        usage = "expected one of bpe[:VOCAB], word[:VOCAB], byte, tiktoken:NAME, hf:PATH, file:PATH"
-        extra = [k for k in known if k not in KINDS]
-        if extra:
-            usage += " or a registered kind: " + ", ".join(sorted(extra))
-        raise SpecError(f"unknown tokenizer SPEC {text!r}: {usage}")
+        usage = ", ".join(k.usage for k in known.values())
+        raise SpecError(f"unknown tokenizer SPEC {text!r}: expected one of {usage}")
     info = known[kind]
     if info.arg == "vocab":
         if not sep:

@@ -17,7 +17,7 @@ import regex
 
 from . import io as _io
 from .bpe import BPETokenizer
-from .bpe_reference import PATTERNS
+from .bpe_reference import DEFAULT_PATTERN, PATTERNS
 from .superbpe_reference import STAGE2_PATTERN, check_transition, default_transition
 
 #: A chunk boundary of the "superword" pattern that later text cannot move: after a
@@ -31,26 +31,36 @@ SPEC_SPECIALS = 2
 
 
 def parse_spec_arg(arg: str) -> int | tuple[int, int]:
-    """The ARG of ``superbpe:ARG``: ``"V"`` -> ``V``, ``"V:T"`` -> ``(V, T)`` (the registry's ``parse_arg``).
-
-    T (default :func:`~storygpt.tokenizers.superbpe_reference.default_transition`) is
-    checked against V for a tokenizer with ``<pad>`` and ``<|endoftext|>``.
+    """The ARG of ``superbpe:ARG``: ``"V"`` -> ``V``, ``"V:T"`` -> ``(V, T)`` (the registry's ``parse_arg``),
+    checked by :func:`check_spec_arg`.
 
     Raises:
-        ValueError: not ``V`` or ``V:T`` in whole numbers, or a bad T (one line naming it).
+        ValueError: not ``V`` or ``V:T`` in whole numbers, or a bad V or T (one line naming it).
     """
     m = re.fullmatch(r"([0-9]+)(?::([0-9]+))?", arg)
     if m is None or int(m[1]) == 0:
         raise ValueError(f"expected superbpe:V or superbpe:V:T (whole numbers), got {arg!r}")
-    vocab = int(m[1])
-    if m[2] is None and vocab <= 256 + SPEC_SPECIALS:  # the default T would be the floor; name V, not T
+    return check_spec_arg(int(m[1]) if m[2] is None else (int(m[1]), int(m[2])))
+
+
+def check_spec_arg(value: int | tuple[int, int]) -> int | tuple[int, int]:
+    """``V`` or ``(V, T)`` of a SPEC checked (the registry's ``check_arg``): T (default
+    :func:`~storygpt.tokenizers.superbpe_reference.default_transition`) against V for a
+    tokenizer with ``<pad>`` and ``<|endoftext|>``.
+
+    Raises:
+        ValueError: V too small for the default T (V named), or a bad T.
+    """
+    vocab, transition = value if isinstance(value, tuple) else (value, None)
+    if transition is None and vocab <= 256 + SPEC_SPECIALS:  # the default T would be the floor; name V, not T
         raise ValueError(
             f"V={vocab} is too small: SuperBPE needs the 256 byte tokens, {SPEC_SPECIALS} special tokens "
             f"and at least one merge (V >= {257 + SPEC_SPECIALS})"
         )
-    transition = default_transition(vocab, SPEC_SPECIALS) if m[2] is None else int(m[2])
-    check_transition(vocab, transition, SPEC_SPECIALS)
-    return vocab if m[2] is None else (vocab, transition)
+    check_transition(
+        vocab, default_transition(vocab, SPEC_SPECIALS) if transition is None else transition, SPEC_SPECIALS
+    )
+    return value
 
 
 class SuperBPETokenizer(BPETokenizer):
@@ -69,7 +79,7 @@ class SuperBPETokenizer(BPETokenizer):
     kind = "superbpe"
     _cut_rx = _SUPERWORD_CUT_RX
     transition: int = 0
-    stage1_pattern: str = "gpt4"
+    stage1_pattern: str = DEFAULT_PATTERN
     stage1_merges: int = 0
 
     def set_stages(self, transition: int, stage1_pattern: str, stage1_merges: int) -> SuperBPETokenizer:

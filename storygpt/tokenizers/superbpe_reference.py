@@ -58,7 +58,7 @@ def train(
     data: bytes | str,
     vocab_size: int,
     transition: int | None = None,
-    pattern: str = "simple",
+    pattern: str = bpe_reference.CORE_DEFAULT_PATTERN,
     special_tokens: Iterable[bytes | str] = (),
     min_frequency: int = 1,
     tie_break: str = "smallest_ids",

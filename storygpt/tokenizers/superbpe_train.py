@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 
 from . import superbpe_reference
 from .base import EOT, clean_text
-from .bpe import load_cpp
+from .bpe_reference import DEFAULT_PATTERN
 from .bpe_train import check_train_args, check_train_files
+from .bpe_vocab import load_cpp
 from .superbpe import SuperBPETokenizer
 from .superbpe_reference import STAGE2_PATTERN, check_transition, default_transition
 
@@ -24,7 +25,7 @@ def train_superbpe(
     source: str | bytes | Sequence[str | os.PathLike],
     vocab_size: int,
     transition: int | None = None,
-    pattern: str = "gpt4",
+    pattern: str = DEFAULT_PATTERN,
     special_tokens: Sequence[str] = ("<pad>", EOT),
     min_frequency: int = 1,
     tie_break: str = "smallest_ids",

@@ -10,8 +10,8 @@ import pytest
 
 from storygpt.compare import heldout
 from storygpt.evaluate import evaluate_bits, token_stream
+from storygpt.tokenizers import train_bpe
 from storygpt.tokenizers.bpe import ByteTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
 from storygpt.tokenizers.word import WordTokenizer
 
 DOCS = ["héllo wörld, ça va?", "second doc", "third one, the longest of the three documents"]

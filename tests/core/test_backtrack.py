@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from storygpt import _bpe
 from storygpt.tokenizers import bpe_reference as ref
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import train_bpe
 from storygpt.tokenizers.interop import from_tiktoken
 
 ALPHABETS = {

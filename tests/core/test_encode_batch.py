@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import CORPORA, needs_cache, needs_corpora, needs_cpp
 
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import train_bpe
 from storygpt.tokenizers.interop import from_tiktoken
 
 pytestmark = needs_cpp

@@ -27,8 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storygpt.tokenizers import EOT, WordTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import EOT, WordTokenizer, train_bpe
 
 _CHILD = r"""
 import resource, sys

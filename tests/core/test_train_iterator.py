@@ -16,10 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt import _bpe
-from storygpt.tokenizers import EOT
+from storygpt.tokenizers import EOT, train_bpe
 from storygpt.tokenizers import bpe_reference as ref
 from storygpt.tokenizers.base import clean_text
-from storygpt.tokenizers.bpe_train import train_bpe
 
 SEP = "\x00<sep>\x00"
 SPECIALS = ["<pad>", EOT]

@@ -19,9 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storygpt import _bpe
-from storygpt.tokenizers import EOT, BPETokenizer
+from storygpt.tokenizers import EOT, BPETokenizer, train_bpe
 from storygpt.tokenizers import bpe_reference as ref
-from storygpt.tokenizers.bpe_train import train_bpe
 
 PATTERNS = ["simple", "gpt2", "gpt4"]
 TIE_BREAKS = ["smallest_ids", "largest_bytes"]

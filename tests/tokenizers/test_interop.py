@@ -21,8 +21,8 @@ from storygpt.tokenizers import (
     gpt2_bytes_to_unicode,
     merges_from_ranks,
     parse_spec,
+    train_bpe,
 )
-from storygpt.tokenizers.bpe_train import train_bpe
 from storygpt.tokenizers.interop import from_gpt2_files, from_hf, from_tiktoken, save_hf, save_tiktoken, to_tiktoken
 
 CORPORA = sorted((SHARED / "corpora").glob("*.txt")) if (SHARED / "corpora").is_dir() else []
@@ -285,13 +285,14 @@ def test_corrupt_tokenizer_json(tmp_path):
         HFTokenizer.from_file(bad)
 
 
-def test_export_refuses_what_it_cannot_write_exactly():
+def test_two_ids_with_the_same_bytes_are_refused_before_any_export():
+    """Issue 36 item 12: such a vocabulary was built (and only the export refused it); now the
+    constructor refuses it, naming both ids, so no exporter ever sees one."""
     vocab = {b: bytes([b]) for b in range(256)} | {256: b"ab", 257: b"ab"}
-    tok = BPETokenizer(vocab, [(97, 98, 256), (97, 98, 257)], {EOT: 258})
-    from storygpt.tokenizers.interop import to_hf_dict
-
-    with pytest.raises(InteropError, match="tokens 256 and 257 are the same bytes b'ab'"):
-        to_hf_dict(tok)
+    with pytest.raises(
+        ValueError, match=r"^merges 0 \(97, 98, 256\) and 1 \(97, 98, 257\)|^token ids 256 and 257 both"
+    ):
+        BPETokenizer(vocab, [(97, 98, 256), (97, 98, 257)], {EOT: 258})
 
 
 def test_special_token_in_text_is_an_error_unless_allowed():

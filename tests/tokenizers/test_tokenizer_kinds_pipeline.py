@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import CACHE, HAVE_TIKTOKEN, call_tool
 
-from storygpt.tokenizers import from_dict, load, parse_spec
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import from_dict, load, parse_spec, train_bpe
 
 try:
     import sentencepiece  # noqa: F401

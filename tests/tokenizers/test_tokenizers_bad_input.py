@@ -17,8 +17,7 @@ import pytest
 from conftest import HAVE_TIKTOKEN, needs_cache, one_error_line, run_tool
 
 from storygpt.checkpoint import tokenizer_from_dict
-from storygpt.tokenizers import BPETokenizer, io, spec
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import BPETokenizer, io, spec, train_bpe
 from storygpt.tokenizers.interop import InteropError, check_tiktoken_name, from_hf, from_tiktoken, to_hf_dict
 
 needs_tiktoken = pytest.mark.skipif(not HAVE_TIKTOKEN, reason="tiktoken is not installed")

@@ -15,8 +15,7 @@ from conftest import CACHE, CORPORA, HAVE_CPP, needs_cache, needs_corpora, needs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference, load
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import EOT, BPETokenizer, bpe_reference, load, train_bpe
 from storygpt.tokenizers.interop import from_gpt2_files, from_tiktoken
 
 CORPUS_FILES = ["english_literature_plus_kjv.txt", "russian_fortunes.txt", "chinese_fortunes.txt"]
@@ -385,7 +384,7 @@ def test_train_bad_vocab_size():
 def test_from_merges_and_from_vocab_keep_ids(backend):
     tok = small_trained(backend)
     as_bytes = [(tok.token_bytes(a), tok.token_bytes(b)) for a, b, _ in tok.merges]
-    again = BPETokenizer.from_merges(as_bytes, special_tokens=("<pad>", EOT, "<|end|>"), backend=backend)
+    again = BPETokenizer.from_merges(as_bytes, ("<pad>", EOT, "<|end|>"), tok.pattern, backend=backend)
     assert again.to_dict() == tok.to_dict()
     # the same vocabulary under shuffled ids
     rng = random.Random(0)
@@ -393,7 +392,7 @@ def test_from_merges_and_from_vocab_keep_ids(backend):
     rng.shuffle(perm)
     vocab = {perm[i]: tok.token_bytes(i) for i in range(256 + len(tok.merges))}
     specials = {s: perm[i] for s, i in tok.special_tokens.items()}
-    other = BPETokenizer.from_vocab(vocab, as_bytes, special_tokens=specials, backend=backend)
+    other = BPETokenizer.from_vocab(vocab, as_bytes, special_tokens=specials, pattern=tok.pattern, backend=backend)
     text = "then the theme <|end|> Сказка рыбке.\n"
     assert other.encode(text, "all") == [perm[i] for i in tok.encode(text, "all")]
     assert other.decode(other.encode(text, "all")) == text

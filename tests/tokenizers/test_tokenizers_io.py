@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import storygpt.tokenizers as T
-from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer, load
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import EOT, BPETokenizer, TokenizerFileError, WordTokenizer, load, train_bpe
 from storygpt.tokenizers.interop import from_tiktoken
 from storygpt.tokenizers.io import token_from_json, token_to_json
 

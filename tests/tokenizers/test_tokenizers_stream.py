@@ -17,8 +17,7 @@ from conftest import CACHE, CORPORA, HAVE_CPP, HAVE_TIKTOKEN, needs_cache, needs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storygpt.tokenizers import EOT, BPETokenizer, WordTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import EOT, BPETokenizer, WordTokenizer, train_bpe
 from storygpt.tokenizers.interop import from_tiktoken
 
 _TOKS: dict = {}

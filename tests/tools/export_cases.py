@@ -12,8 +12,7 @@ from conftest import CORPORA, corpus_text
 
 from storygpt.checkpoint import save_checkpoint
 from storygpt.model import GPT, GPTConfig
-from storygpt.tokenizers import EOT, WordTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import EOT, WordTokenizer, train_bpe
 
 BLOCK = 96
 PROMPT = 20

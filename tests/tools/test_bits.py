@@ -27,7 +27,7 @@ from storygpt.evaluate import (  # noqa: E402
     take_characters,
     token_stream,
 )
-from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.tokenizers import train_bpe  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 

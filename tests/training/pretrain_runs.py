@@ -13,8 +13,7 @@ import numpy as np
 from conftest import call_tool
 
 from storygpt.data import write_tokens
-from storygpt.tokenizers import WordTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import WordTokenizer, train_bpe
 
 
 def word_tokenizer():

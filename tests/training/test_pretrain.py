@@ -32,8 +32,7 @@ import storygpt
 from storygpt.checkpoint import load_checkpoint, read_checkpoint
 from storygpt.data import write_tokens
 from storygpt.model import GPTConfig
-from storygpt.tokenizers import BPETokenizer, WordTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import BPETokenizer, WordTokenizer, train_bpe
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
