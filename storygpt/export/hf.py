@@ -23,8 +23,8 @@ HF_FILES = (
 
 
 def _require_safetensors():
-    require("safetensors", "exporting a model")
-    return require("safetensors.torch", "exporting a model")
+    require("safetensors", "export.py")
+    return require("safetensors.torch", "export.py")
 
 
 def _write_json(path: Path, d: dict) -> None:
