@@ -51,7 +51,7 @@ class RunResult:
         slug: its file-name form (``bpe-512``).
         run_dir: the run folder.
         vocab_size: the tokenizer's vocabulary size (ids, special tokens included).
-        params: model parameters (the tied embedding counted once).
+        params: model parameters (an untied output layer counted, a tied one once).
         params_embedding: token (and learned position) embedding parameters.
         params_non_embedding: all the others.
         steps: optimizer steps.
