@@ -192,6 +192,6 @@ def test_model_card_of_a_pretrain_checkpoint(exported, tmp_path):
     res = export(tmp_path / "best.pt", tmp_path / "out")
     card = (res["path"] / "README.md").read_text()
     assert "| recipe | `modern` with qk_norm=False |" in card
-    assert "| tokenizer | `word:700`: word, 700 tokens |" in card
+    assert f"| tokenizer | `word:700`: word, {exported['word']['tok'].vocab_size:,} tokens |" in card
     assert "| training steps | 1,234 |" in card and "| held-out bits per character | 2.3457 (" in card
     assert "| corpus | `shakespeare` |" in card
