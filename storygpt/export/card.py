@@ -57,7 +57,7 @@ def model_card(ckpt: dict, model, tok, arch, name: str, checkpoint: str) -> str:
         ("training steps", "not recorded" if steps is None else f"{steps:,}"),
         (
             "held-out bits per character",
-            "not measured" if bpc is None else f"{bpc:.4f} (on the corpus's valid.txt, as pretrain.py measures it)",
+            "not measured" if bpc is None else f"{bpc:.4f} (pretrain.py's best held-out figure; bits.py measures all of valid.txt)",
         ),
         ("corpus", f"`{ckpt['corpus']}`" if ckpt.get("corpus") else "not recorded"),
         ("exported from", f"`{checkpoint}` as stock `{arch.hf_class}` (float32)"),
@@ -91,6 +91,6 @@ print(generate("The", max_new_tokens=40, do_sample=False)[0]["generated_text"])
 
 The tokenizer puts `<|endoftext|>` before the text, as the model was trained (every document starts after
 one), so `tok(text)` and the pipeline give the model what `sample.py` gives it; `add_special_tokens=False`
-leaves it out. Generation ends at `<|endoftext|>`. Greedy generation gives `sample.py --temperature 0`'s
-tokens, and `tok.decode` gives storygpt's text.
+leaves it out. Generation ends at `<|endoftext|>`. Greedy generation gives `sample.py --temperature 0
+--no-heal`'s tokens, and `tok.decode` gives storygpt's text.
 """
