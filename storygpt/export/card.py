@@ -57,7 +57,9 @@ def model_card(ckpt: dict, model, tok, arch, name: str, checkpoint: str) -> str:
         ("training steps", "not recorded" if steps is None else f"{steps:,}"),
         (
             "held-out bits per character",
-            "not measured" if bpc is None else f"{bpc:.4f} (pretrain.py's best held-out figure; bits.py measures all of valid.txt)",
+            "not measured"
+            if bpc is None
+            else f"{bpc:.4f} (pretrain.py's best held-out figure; bits.py measures all of valid.txt)",
         ),
         ("corpus", f"`{ckpt['corpus']}`" if ckpt.get("corpus") else "not recorded"),
         ("exported from", f"`{checkpoint}` as stock `{arch.hf_class}` (float32)"),
