@@ -78,9 +78,9 @@ def exported(tmp_path_factory, texts) -> dict:
     root = tmp_path_factory.mktemp("hub")
     train = texts["train"]
     toks = {
-        "bpe": train_bpe(train, 400, pattern="gpt4"),
+        "bpe": train_bpe(train, 360, pattern="gpt4"),
         "word": WordTokenizer.train([*train.split(EOT), *[RULES_TEXT] * 20], vocab_size=700),
-        "superbpe": train_superbpe(train, 500, 420),
+        "superbpe": train_superbpe(train, 460, 340),
     }
     out = {}
     for name, tok in toks.items():
