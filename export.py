@@ -18,7 +18,8 @@ import sys
 EPILOG = """\
 formats:
   hf    a folder: config.json, model.safetensors (float32), generation_config.json,
-        tokenizer.json, tokenizer_config.json, special_tokens_map.json
+        tokenizer.json, tokenizer_config.json, special_tokens_map.json (the tokenizer puts
+        <|endoftext|> before the text, as the model was trained), README.md (a model card)
   gguf  one file for llama.cpp (architectures gpt2 and gptneox: the gpt2 recipe; float32), for
         byte-level BPE tokenizers with the gpt2, gpt4 or o200k split pattern
 

@@ -50,7 +50,7 @@ class RunResult:
         slug: its file-name form (``bpe-512``).
         run_dir: the run folder.
         vocab_size: the tokenizer's vocabulary size (ids, special tokens included).
-        params: model parameters (the tied embedding counted once).
+        params: model parameters (an untied output layer counted, a tied one once).
         params_embedding: token (and learned position) embedding parameters.
         params_non_embedding: all the others.
         steps: optimizer steps.
@@ -574,8 +574,9 @@ def render_markdown(results: Sequence, meta) -> str:
         "- **status**: `under-trained` (fewer optimizer steps than the learning-rate warm-up, or fewer than "
         f"{analysis.MIN_EVALS} evaluations) and `lossy` (a held-out document that does not round-trip, or `<unk>` "
         "tokens: measured, whatever the tokenizer's kind) runs are shown but never named best.",
-        "- **params**: the token embedding (tied to the output layer, counted once; plus the position "
-        "embedding with learned positions) + everything else. The vocabulary changes only the first part.",
+        "- **params**: the token embedding and the output layer (a layer of its own in the default `modern` "
+        "recipe; tied to the embedding and counted once with `--recipe gpt2`; plus the position embedding with "
+        "learned positions) + everything else. The vocabulary changes only the first part.",
         "- **held-out chars/token**: characters of the held-out text per token of this tokenizer.",
         "- **tokens seen, chars seen, FLOPs, wall time**: what the training run consumed (FLOPs per token = "
         "6 x non-embedding parameters + attention + output layer, docs/training.md).",

@@ -19,6 +19,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from storygpt.atomic import write_text
+from storygpt.cli import show
+
 from .destination import FORMATS, ExportError, check_paths
 
 __all__ = ["ExportError", "FORMATS", "check_paths", "choose_architecture", "export", "read_source"]
@@ -85,7 +88,8 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
     """Export a checkpoint as a Hugging Face folder (``fmt="hf"``) or a GGUF file (``"gguf"``).
 
     Everything is written into a temporary folder beside ``out`` and renamed into place at
-    the end, so ``out`` is never half-written; an existing ``out`` is replaced only with
+    the end, so ``out`` is never half-written (a Hugging Face folder gets a model card, ``README.md``:
+    :func:`storygpt.export.card.model_card`); an existing ``out`` is replaced only with
     ``force`` (an empty folder is always fine).  Missing folders above ``out`` are created (and removed
     again when the export is refused).
 
@@ -104,9 +108,13 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         ImportError: safetensors (and for gguf: gguf) is not installed.
     """
     source, out = check_paths(checkpoint, out, fmt, force)
+    from storygpt import load_checkpoint
+
+    from .card import model_card
     from .hf import HF_FILES, write_hf
 
-    model, tok, path = read_source(source)
+    model, tok, ckpt = load_checkpoint(str(source), device="cpu")
+    path = source
     made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]  # removed again if the export fails
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -116,10 +124,12 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         hf_dir.mkdir(exist_ok=True)
         arch = write_hf(model, tok, hf_dir)
         if fmt == "hf":
+            write_text(tmp / "README.md", model_card(ckpt, model, tok, arch, out.name, show(path)))
             _usual_modes(tmp)
             _publish_folder(tmp, out)
             done = True
-            return {"path": out, "checkpoint": path, "format": fmt, "architecture": arch.name, "files": HF_FILES}
+            files = (*HF_FILES, "README.md")
+            return {"path": out, "checkpoint": path, "format": fmt, "architecture": arch.name, "files": files}
         from .gguf import write_gguf
 
         gguf_arch = write_gguf(hf_dir, tmp / "model.gguf", name=out.stem)

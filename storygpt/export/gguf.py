@@ -52,7 +52,7 @@ NO_GGUF = {
 
 
 def _require_gguf():
-    return require("gguf", "--format gguf")
+    return require("gguf", "export.py --format gguf")
 
 
 def llama_cpp_pre(tj: dict) -> str:

@@ -3,9 +3,10 @@
 Each kind says how it is written (``register_kind(..., export=...)`` in
 :mod:`storygpt.tokenizers.registry`): ``bpe`` (and ``byte``, ``tiktoken:``, whose tokenizers
 are BPE) by :func:`storygpt.tokenizers.interop.to_hf_dict` (ids and decoding identical);
-``word`` by :func:`storygpt.tokenizers.interop_hf.word_to_hf_dict` (ids identical, decoding
-not: Hugging Face joins tokens with one space); ``hf`` gives back the file it was made from,
-without its post-processor.  A kind registered without ``export`` (SuperBPE, SentencePiece, a
+``superbpe`` the same way (a ``Split`` on its superword chunks, then ``BPE``);
+``word`` by :func:`storygpt.tokenizers.interop_hf.word_to_hf_dict` (ids and decoding identical:
+:func:`~storygpt.tokenizers.interop_hf.word_decoder`); ``hf`` gives back the file it was made from,
+without its post-processor.  A kind registered without ``export`` (SentencePiece, a
 plug-in) is refused with :class:`ExportError` naming the kinds that can be written.
 """
 

@@ -43,13 +43,30 @@ def clean_text(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def require(package: str, what: str):
-    """Import an optional package (``tiktoken``, ``tokenizers``), or ImportError naming it and what needs it."""
+#: Optional packages -> the extra of pyproject.toml that installs them (``pip install -e .[EXTRA]``).
+EXTRAS = {p: "interop" for p in ("tiktoken", "tokenizers", "transformers", "safetensors", "gguf", "sentencepiece")}
+
+
+def missing_package(package: str, what: str, extra: str | None = None) -> str:
+    """The one-line message for an optional ``package`` that is not installed: what needs it and the extra
+    (``extra``, else :data:`EXTRAS`) that installs it, e.g. ``"a tiktoken: SPEC needs the optional package
+    tiktoken: pip install -e .[interop] (or pip install tiktoken)"``."""
+    top = package.split(".")[0]
+    extra = extra or EXTRAS.get(top)
+    how = f"pip install -e .[{extra}] (or pip install {top})" if extra else f"pip install {top}"
+    return f"{what} needs the optional package {top}: {how}"
+
+
+def require(package: str, what: str, extra: str | None = None):
+    """Import an optional package, or ImportError with :func:`missing_package`'s line.
+
+    Args:
+        what: what the user asked for, in their words (a SPEC, a flag, a public function).
+    """
     try:
         return importlib.import_module(package)
     except ImportError as e:
-        top = package.split(".")[0]
-        raise ImportError(f"{what} needs the optional package {top} (pip install {top})") from e
+        raise ImportError(missing_package(package, what, extra)) from e
 
 
 def as_int(value, what: str, error: type = TypeError) -> int:

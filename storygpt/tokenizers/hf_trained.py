@@ -73,7 +73,7 @@ def train_unigram_json(docs: Iterable[str], vocab_size: int) -> dict:
             :data:`MIN_VOCAB` (named).
     """
     _check_vocab("unigram", vocab_size)
-    tk = require("tokenizers", "unigram: tokenizers")
+    tk = require("tokenizers", "the unigram: tokenizer")
     tok = tk.Tokenizer(tk.models.Unigram())
     alphabet = _byte_level(tok, tk)
     tok.decoder = tk.decoders.ByteLevel()
@@ -129,7 +129,7 @@ def train_wordpiece_json(docs: Iterable[str], vocab_size: int) -> dict:
             :data:`MIN_VOCAB` (named).
     """
     _check_vocab("wordpiece", vocab_size)
-    tk = require("tokenizers", "wordpiece: tokenizers")
+    tk = require("tokenizers", "the wordpiece: tokenizer")
     alphabet = tk.pre_tokenizers.ByteLevel.alphabet()
     ask = vocab_size
     while True:

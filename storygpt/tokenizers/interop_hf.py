@@ -14,6 +14,7 @@ from pathlib import Path
 from storygpt.atomic import write_text
 
 from . import bpe_reference
+from .base import EOT
 from .hf import HFFileError, read_hf_json
 from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks
 from .interop_gpt2 import bytes_to_unicode, gpt2_bytes_to_unicode, unicode_to_bytes
@@ -194,11 +195,52 @@ WORD_PATTERN = "|".join(
 )
 
 
+def _chars(chars) -> str:
+    """A character class body for Oniguruma with every character written as ``\\x{HEX}`` (no escaping rules)."""
+    return "".join(f"\\x{{{ord(c):x}}}" for c in sorted(chars))
+
+
+def word_decoder() -> dict:
+    """A ``tokenizer.json`` decoder that decodes as :meth:`storygpt.tokenizers.WordTokenizer.decode`.
+
+    Tokens hold no white space, so with ``<|endoftext|>`` replaced by a line break and the tokens joined with
+    one space (``Replace(^, " ")``, ``Fuse``, ``Strip``), every space is a boundary between two tokens and every
+    line break a document boundary.  One ``Replace`` removes the spaces storygpt does not write (after an opener
+    or a dash, before a closer or a dash, next to CJK, after an opening and before a closing straight quote,
+    found by counting the quotes since the last line break in a look-behind); all its matches are found before
+    any is replaced, as storygpt decides each space from the tokens before it.  The line breaks then become
+    ``<|endoftext|>`` on a line of its own, and a leading one loses its first line break.
+    """
+    from storygpt.tokenizers.word import CLOSERS, GLUE, OPENERS
+
+    cjk = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\x{3000}-\x{303f}\x{ff00}-\x{ffef}"
+    rules = [
+        rf"(?<=[{_chars(OPENERS | GLUE)}{cjk}])\x20",  # after an opener, a dash or /, a CJK character
+        rf"\x20(?=[{_chars(CLOSERS | GLUE)}{cjk}])",  # before a closer, a dash or /, a CJK character
+    ]
+    for q in "\"'":
+        odd = rf"(?:\A|\n)(?:[^{q}\n]*{q}[^{q}\n]*{q})*[^{q}\n]*{q}"  # an odd number of quotes in the document
+        rules.append(rf"(?<={q})(?<={odd})\x20")  # after a token that ends with an opening quote
+        rules.append(rf"(?=\x20{q})(?<={odd}[^{q}\n]*)\x20")  # before a token that starts with a closing quote
+    return {
+        "type": "Sequence",
+        "decoders": [
+            {"type": "Replace", "pattern": {"String": EOT}, "content": "\n"},
+            {"type": "Replace", "pattern": {"Regex": "^"}, "content": " "},
+            {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+            {"type": "Replace", "pattern": {"Regex": "|".join(rules)}, "content": ""},
+            {"type": "Replace", "pattern": {"Regex": r"\x20?\n\x20?"}, "content": f"\n{EOT}\n"},
+            {"type": "Replace", "pattern": {"Regex": r"\A\n"}, "content": ""},
+        ],
+    }
+
+
 def word_to_hf_dict(tok) -> dict:
     """The ``tokenizer.json`` content of a :class:`~storygpt.tokenizers.WordTokenizer`: a ``WordLevel``
     model with its vocabulary and ``<unk>``, after one ``Split`` pre-tokenizer that keeps the matches
     of :data:`WORD_PATTERN` (the white space between them dropped, as storygpt drops it).  The ids
-    are identical; decoding is not (Hugging Face joins tokens with one space).
+    are identical, and so is decoding (:func:`word_decoder`).
 
     Raises:
         InteropError: splitting rules other than ``"words-v1"``.
@@ -219,7 +261,7 @@ def word_to_hf_dict(tok) -> dict:
             "invert": True,
         },
         "post_processor": None,
-        "decoder": None,
+        "decoder": word_decoder(),
         "model": {
             "type": "WordLevel",
             "vocab": {t: i for i, t in enumerate(tok.tokens)},

@@ -35,7 +35,7 @@ def check_tiktoken_name(name: str) -> str:
         ImportError: tiktoken is not installed.
         InteropError: an unknown name: ``unknown tiktoken encoding 'nope'; known: ...``.
     """
-    tiktoken = require("tiktoken", "a tiktoken encoding")
+    tiktoken = require("tiktoken", "a tiktoken:NAME tokenizer")
     known = sorted(tiktoken.list_encoding_names())
     if name not in known:
         raise InteropError(f"unknown tiktoken encoding {name!r}; known: {', '.join(known)}")
@@ -109,7 +109,7 @@ def read_tiktoken(
             empty, repeats a rank or token, or lacks single bytes (file named).
         FileNotFoundError: a path that does not exist; IsADirectoryError: a folder.
     """
-    tiktoken = require("tiktoken", "from_tiktoken")
+    tiktoken = require("tiktoken", "importing a tiktoken vocabulary (tiktoken:NAME, interop.from_tiktoken)")
     s = os.fspath(name_or_path)
     if is_rank_file_path(s):
         ranks = read_rank_file(s)
@@ -176,7 +176,7 @@ def to_tiktoken(tok, name: str | None = None):
         ImportError: tiktoken is not installed.
         InteropError: two ids share their bytes, or merges the rank rule would not make.
     """
-    tiktoken = require("tiktoken", "to_tiktoken")
+    tiktoken = require("tiktoken", "writing a tokenizer for tiktoken (interop.to_tiktoken)")
     ranks = ranks_of(tok)
     return tiktoken.Encoding(
         name or f"storygpt-{tok.pattern}-{tok.vocab_size}",

@@ -354,6 +354,7 @@ register_kind(
     check_arg=check_spec_arg,
     help="SuperBPE, trained here: BPE up to T, then tokens across words up to VOCAB",
     usage="superbpe[:VOCAB[:T]]",
+    export=to_hf_dict,
 )
 register_kind(
     "word",

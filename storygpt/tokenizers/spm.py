@@ -263,7 +263,7 @@ def train_sentencepiece(docs: Iterable[str], vocab_size: int, model_type: str) -
         raise ValueError(
             f"{kind}:{vocab_size}: the vocabulary size must be at least {MIN_VOCAB} (3 special tokens, 256 byte pieces)"
         )
-    spm = require("sentencepiece", f"{kind}: training")
+    spm = require("sentencepiece", f"the {kind}: tokenizer")
     spm.set_random_generator_seed(SEED)
     out = io.BytesIO()
     try:

@@ -35,9 +35,9 @@ _RX_PLAIN = regex.compile(_TOKEN_BODY.replace(r"(?!<\|endoftext\|>)", ""), regex
 _RX_LAST_SPACE = regex.compile(r"(?r)\s")
 
 # --- decoding rules -----------------------------------------------------------
-_CLOSERS = set(".,;:!?)]}»”’…%") | set("，。、；：！？）》」』】〕")
-_OPENERS = set("([{«“‘¿¡") | set("（《「『【〔")
-_GLUE = set("-–—/")  # hyphens, dashes, slash: no space on either side
+CLOSERS = set(".,;:!?)]}»”’…%") | set("，。、；：！？）》」』】〕")
+OPENERS = set("([{«“‘¿¡") | set("（《「『【〔")
+GLUE = set("-–—/")  # hyphens, dashes, slash: no space on either side
 _RX_CJK_CHAR = regex.compile(rf"[{_CJK}\u3000-\u303f\uff00-\uffef]")
 
 
@@ -228,8 +228,8 @@ class WordTokenizer(Tokenizer):
             space = not (
                 prev_opens
                 or prev_glues
-                or first in _CLOSERS
-                or first in _GLUE
+                or first in CLOSERS
+                or first in GLUE
                 or (first in open_quote and open_quote[first])
                 or _RX_CJK_CHAR.match(first)
                 or _RX_CJK_CHAR.match(out[-1][-1])
@@ -241,8 +241,8 @@ class WordTokenizer(Tokenizer):
                 if c in open_quote:
                     open_quote[c] = not open_quote[c]
             last = tok[-1]
-            prev_opens = last in _OPENERS or (last in open_quote and open_quote[last])
-            prev_glues = last in _GLUE
+            prev_opens = last in OPENERS or (last in open_quote and open_quote[last])
+            prev_glues = last in GLUE
         return "".join(out)
 
     # ------------------------------------------------------------- storage

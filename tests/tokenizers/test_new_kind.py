@@ -108,5 +108,5 @@ def test_a_kind_registered_once_works_in_every_tool(toy_kinds, tmp_path):
     assert done.returncode == 2
     line = done.stderr.strip().splitlines()[-1]
     assert "a 'toy-noexport' tokenizer has no exact Hugging Face tokenizer.json form" in line
-    assert "exportable kinds: bpe, word, hf, toy" in line
+    assert "exportable kinds: bpe, superbpe, word, hf, toy" in line
     assert not (tmp_path / "hf2").exists()

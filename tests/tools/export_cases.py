@@ -116,8 +116,9 @@ def check_same_logits_and_greedy_tokens(e: dict, held: str, class_name: str) -> 
     p = e["prompt"]
     g_mine = e["model"].generate(p, STEPS, temperature=0)
     g_theirs = hf.generate(
-        p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False, eos_token_id=None
-    )
+        p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False, eos_token_id=None,
+        suppress_tokens=[],  # the model's own greedy choice (generation_config.json suppresses <pad>, as sample.py)
+    )  # fmt: skip
     assert g_theirs.shape == (1, PROMPT + STEPS)
     assert g_theirs.tolist() == g_mine.tolist()
 
@@ -127,6 +128,9 @@ def check_generate_stops_at_end_of_text(e: dict) -> None:
     hf, _ = load_hf(e["hf"])
     eot, p = e["tok"].eot_id, e["prompt"]
     mine = e["model"].generate(p, STEPS, temperature=0, stop_token=eot)[0].tolist()
-    theirs = hf.generate(p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False)[0].tolist()
+    theirs = hf.generate(
+        p, attention_mask=torch.ones_like(p), max_new_tokens=STEPS, do_sample=False, suppress_tokens=[]
+    )
+    theirs = theirs[0].tolist()
     assert mine[-1] == eot and len(mine) < PROMPT + STEPS
     assert theirs == mine  # generation_config.json's eos_token_id ends it at the same token
