@@ -187,7 +187,10 @@ def _with_docs(cfg: dict, docs: list[dict]) -> dict:
     for k in ("dataset_path", "dataset_name", "dataset_kwargs"):
         out.pop(k, None)
     out.update(custom_dataset=_dataset_of(docs, split), training_split=None, fewshot_split=None, num_fewshot=0)
-    out["test_split" if cfg.get("test_split") else "validation_split"] = split
+    if cfg.get("test_split"):
+        out.update(test_split=split, validation_split=None)
+    else:
+        out["validation_split"] = split
     return out
 
 

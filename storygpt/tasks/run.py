@@ -33,17 +33,22 @@ class Prepared:
 @contextlib.contextmanager
 def quiet_lm_eval():
     """lm-eval's INFO/WARNING logging and its per-task request bars off (errors still shown)."""
+    import datasets
     import lm_eval.api.task as task_mod
 
     logger = logging.getLogger("lm_eval")
     level, bar = logger.level, getattr(task_mod, "tqdm", None)
+    bars_on = datasets.utils.logging.is_progress_bar_enabled()
     logger.setLevel(logging.ERROR)
+    datasets.utils.logging.disable_progress_bar()
     if bar is not None:
         task_mod.tqdm = lambda it, *a, **k: it
     try:
         yield
     finally:
         logger.setLevel(level)
+        if bars_on:
+            datasets.utils.logging.enable_progress_bar()
         if bar is not None:
             task_mod.tqdm = bar
 
