@@ -13,13 +13,16 @@ from storygpt.tasks import made
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_VALID = next(
-    (p for p in (REPO / "data/shakespeare/valid.txt", REPO.parent.parent / "main/data/shakespeare/valid.txt") if p.is_file()),
+    (
+        p
+        for p in (REPO / "data/shakespeare/valid.txt", REPO.parent.parent / "main/data/shakespeare/valid.txt")
+        if p.is_file()
+    ),
     None,
 )
 
 VERSE = "\n".join(
-    f"Line {i} of the play, where {w} speaks of the {x} and the {y} again"
-    + ("" if i % 7 else "\n\nKing.")
+    f"Line {i} of the play, where {w} speaks of the {x} and the {y} again" + ("" if i % 7 else "\n\nKing.")
     for i, (w, x, y) in enumerate(
         (("Hamlet", "ghost", "night"), ("Horatio", "king", "sword"), ("Ophelia", "flowers", "river")) * 40
     )

@@ -74,7 +74,12 @@ def test_no_crossing_matches_lm_evals_cut(bpe):
 @pytest.mark.parametrize("tokens_per_batch", [8, 4096])
 def test_loglikelihoods_equal_a_whole_forward_pass(bpe, tokens_per_batch):
     model = model_for(bpe, block=64)
-    pairs = [("the cat sat on the", " mat"), ("a dog is not a", " cat"), ("", "the log."), ("the dog sat on the m", "at.")]
+    pairs = [
+        ("the cat sat on the", " mat"),
+        ("a dog is not a", " cat"),
+        ("", "the log."),
+        ("the dog sat on the m", "at."),
+    ]
     scorer = scoring.Scorer(model, 64, tokens_per_batch=tokens_per_batch)
     got, crossed = scoring.loglikelihood(scorer, bpe, pairs)
     assert crossed == 1 and scorer.cut_items == 0
@@ -91,7 +96,7 @@ def test_long_items_are_cut_from_the_left_and_counted(bpe):
     model = model_for(bpe, block=block)
     ctx, cont = TEXT[:200], " cat"
     scorer = scoring.Scorer(model, block)
-    (ll, _), = scoring.loglikelihood(scorer, bpe, [(ctx, cont)])[0]
+    ((ll, _),) = scoring.loglikelihood(scorer, bpe, [(ctx, cont)])[0]
     p = scoring.split_pair(bpe, ctx, cont)
     assert len(p.ids) - 1 > block and scorer.cut_items == 1
     kept = p.ids[-(block + 1) :]  # the last block + 1 tokens: the oldest context is dropped
@@ -123,7 +128,7 @@ def test_any_tokenizer_kind_word_level():
     tok = WordTokenizer.train(TEXT)
     model = model_for(tok, block=32)
     scorer = scoring.Scorer(model, 32)
-    (ll, _), = scoring.loglikelihood(scorer, tok, [("the cat sat on the", " mat")])[0]
+    ((ll, _),) = scoring.loglikelihood(scorer, tok, [("the cat sat on the", " mat")])[0]
     p = scoring.split_pair(tok, "the cat sat on the", " mat")
     assert p.ids[p.first :] == tok.encode_ordinary(" mat")
     assert ll == pytest.approx(brute(model, p.ids, p.first)[0], abs=1e-4)
