@@ -5,9 +5,12 @@ Per item (from lm-eval's logged samples, :func:`items_from_samples`):
 * ``nats``: ``-ln p(correct answer | context)`` (the continuation as the task writes it, e.g. ``" word"``
   or ``"\\n" + line``), and ``chars``: its characters (Unicode code points).
 * ``correct``: multiple choice: the choice with the highest log-likelihood **per character**
-  (``ll_i / chars_i``; the first on a tie) is the right one (lm-eval's ``acc_norm`` divides by bytes
-  instead; storygpt divides by characters, which are the same for every tokenizer); a single
-  continuation (cloze): greedy decoding gives it (lm-eval's ``acc``).
+  (``ll_i / chars_i``) is the right one (lm-eval's ``acc_norm`` divides by bytes instead; storygpt
+  divides by characters, which are the same for every tokenizer); ``k`` choices tied for the highest
+  share the credit, ``1/k`` each (lm-eval's ``argmax`` gives a tie to the first choice, which for
+  minimal pairs is always the right one: a model whose output layer is still zero, and so gives every
+  token the same probability, scored 0.99 on ``storygpt_pairs``); a single continuation (cloze):
+  greedy decoding gives it (lm-eval's ``acc``).
 * ``chance``: ``1 / choices`` (no such thing for a single continuation: NaN).
 
 Per model and task: **bits per character of the correct answer**, ``sum(nats) / (ln 2 * sum(chars))``
@@ -95,8 +98,9 @@ def items_from_samples(samples: Sequence[dict]) -> Items:
             gold, right, ch = 0, bool(s["filtered_resps"][0][1]), float("nan")
         else:
             gold = _gold_index(s["target"], conts)
-            per_char = [ll / max(len(c), 1) for ll, c in zip(lls, conts)]
-            right, ch = int(np.argmax(per_char)) == gold, 1.0 / len(conts)
+            per_char = np.asarray([ll / max(len(c), 1) for ll, c in zip(lls, conts)])
+            best = np.flatnonzero(per_char == per_char.max())
+            right, ch = (1.0 / len(best) if gold in best else 0.0), 1.0 / len(conts)
         nats.append(-lls[gold])
         chars.append(len(conts[gold]))
         correct.append(float(right))

@@ -92,6 +92,10 @@ def run(args, paths, loaded, docs, source: str, device: str, run_name) -> dict:
         items=args.task_items,
         seed=args.task_seed,
     )
+    if device == "cpu":  # tiny models: bits.py's --threads, else every usable core
+        from storygpt.runtime import usable_cores
+
+        torch.set_num_threads(args.threads or usable_cores())
     names, results = [], []
     for p in paths:
         model, tok, _ = loaded[p]
