@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the first training run, and use the faster for every run)",
     )
     g.add_argument("--verbose", action="store_true", help="show the tools' output instead of only writing it to logs")
-    from storygpt.tasks.compare_section import add_arguments as add_task_arguments
+    from storygpt.compare.tasks_section import add_arguments as add_task_arguments
 
     add_task_arguments(p)
     return p
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
-    from storygpt.tasks.compare_section import check_arguments as check_task_arguments
+    from storygpt.compare.tasks_section import check_arguments as check_task_arguments
 
     check_task_arguments(parser, args)
     if args.rerun is not None:

@@ -384,8 +384,8 @@ def compare(args, argv: list[str]) -> int:
                 f"cannot write the report in {report_dir}: {why}; the runs are finished, run again"
             ) from None
         if getattr(args, "task_names", None):  # compare.py --tasks: a section of its own (storygpt/tasks/)
+            from storygpt.compare.tasks_section import add_task_section
             from storygpt.tasks import TaskError
-            from storygpt.tasks.compare_section import add_task_section
 
             try:
                 add_task_section(args, runs, results, report_dir, data_dir, args.device, threads)

@@ -8,7 +8,8 @@
 * :mod:`storygpt.tasks.catalog`: the task names the tools know (made and standard), their files.
 * :mod:`storygpt.tasks.scores`: bits per character of the correct answer, character-normalised
   accuracy and their paired bootstrap intervals over items.
-* :mod:`storygpt.tasks.run`: run tasks on checkpoints (``bits.py --tasks``, ``compare.py --tasks``).
+* :mod:`storygpt.tasks.run`: run tasks on checkpoints; :mod:`storygpt.tasks.tool`: ``bits.py --tasks``
+  (``compare.py --tasks``: :mod:`storygpt.compare.tasks_section`).
 """
 
 from __future__ import annotations
