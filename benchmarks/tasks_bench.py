@@ -8,7 +8,8 @@
 128; rotary positions) with the tokenizers ``byte``, ``bpe:8192`` (the corpus's), ``bpe:1024`` and ``word`` --
 weights as initialised, which costs the same time as trained ones -- scored by ``bits.py --tasks made`` (1,000
 items each, the default corpus's valid.txt) in this process; prints the wall time of the whole call (task making,
-lm-eval, bootstrap included) and per model.  Goal: at most 5 minutes on 2 cores.  State the machine load.
+lm-eval, bootstrap included) and the process's CPU time (all its threads; on a shared machine the wall time
+mostly measures the other processes).  Goal: at most 5 minutes on 2 cores.  State the machine load.
 
 ``separate``: the given checkpoint against an untrained twin (the same config and tokenizer, weights as
 initialised with ``--seed``), ``bits.py --tasks made``; prints each task's paired difference in bits per
@@ -77,9 +78,10 @@ def run_bits(argv: list[str]) -> tuple[dict, float]:
     import bits
 
     out = Path(tempfile.mkdtemp()) / "tasks.json"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     code = bits.main([*argv, "--json", str(out), "--no-progress"])
     wall = time.perf_counter() - t0
+    print(f"bits.py: {wall:.1f} s wall, {time.process_time() - c0:.1f} s CPU (all threads of this process)")
     if code != 0:
         raise SystemExit(f"bits.py exited {code}")
     return json.loads(out.read_text()), wall
