@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no progress output (by default a tqdm bar on a terminal, else a line per model and per 10%% on stderr)",
     )
+    from storygpt.tasks.tool import add_arguments as add_task_arguments
+
+    add_task_arguments(ap)
     return ap
 
 
@@ -334,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
+    from storygpt.tasks.tool import check_arguments as check_task_arguments
+
+    check_task_arguments(parser, args)
     if args.json not in (None, "-") and (args.json.endswith(".pt") or Path(args.json).is_dir()):
         parser.error(
             f"--json {args.json}: not a JSON file name (a checkpoint or a folder); put --json after the "
@@ -366,6 +372,17 @@ def main(argv: list[str] | None = None) -> int:
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
         docs, source = load_text(args, loaded)
+        if args.task_names:  # --tasks: task scores instead of bits per character of the text
+            from storygpt.tasks import tool as task_tool
+
+            report = task_tool.run(args, paths, loaded, docs, source, device, run_name)
+            if args.json == "-":
+                print(json.dumps(report, indent=2))
+            else:
+                if args.json is not None:
+                    task_tool.write_json(args.json, report)
+                print(task_tool.format_report(report))
+            return 0
         n_chars = count_characters(docs)
         if args.json != "-":
             print(

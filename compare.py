@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
         "the first training run, and use the faster for every run)",
     )
     g.add_argument("--verbose", action="store_true", help="show the tools' output instead of only writing it to logs")
+    from storygpt.compare.tasks_section import add_arguments as add_task_arguments
+
+    add_task_arguments(p)
     return p
 
 
@@ -183,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
+    from storygpt.compare.tasks_section import check_arguments as check_task_arguments
+
+    check_task_arguments(parser, args)
     if args.rerun is not None:
         return rerun(args.rerun, argv, build_parser(), main)
     return compare(args, argv)

@@ -386,6 +386,14 @@ def compare(args, argv: list[str]) -> int:
             raise CompareError(
                 f"cannot write the report in {report_dir}: {why}; the runs are finished, run again"
             ) from None
+        if getattr(args, "task_names", None):  # compare.py --tasks: a section of its own (storygpt/tasks/)
+            from storygpt.compare.tasks_section import add_task_section
+            from storygpt.tasks import TaskError
+
+            try:
+                add_task_section(args, runs, results, report_dir, data_dir, args.device, threads)
+            except TaskError as e:
+                raise CompareError(str(e)) from None
     except CompareError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
@@ -396,7 +404,8 @@ def compare(args, argv: list[str]) -> int:
     print(markdown_table(results))
     print()
     print("\n".join(verdict_sections(results, several_seeds=len(meta.seeds) > 1)).rstrip())
-    print(f"\nwrote {report_dir}/report.md, results.csv, results.json and plots ({duration_since(t_start)})")
+    tasks = " (with its tasks section), tasks.json" if getattr(args, "task_names", None) else ""
+    print(f"\nwrote {report_dir}/report.md{tasks}, results.csv, results.json and plots ({duration_since(t_start)})")
     return 0
 
 
