@@ -56,6 +56,18 @@ columns:
   unk       share of predicted tokens that are <unk> (0 for BPE)
   rtrip     share of documents with decode(encode(doc)) == doc
   bits/char bits per character (lower is better)
+  bits/byte bits per UTF-8 byte of the same text (bytes counted like characters:
+            every byte of every document + 1 per boundary; never the tokenizer's)
+
+evaluation sets (--eval NAME=PATH, or by default each held-out work of valid.txt):
+  each set's bits/char and bits/byte, their macro mean (each set weighs the same)
+  and micro mean (all nats over all characters). --text FILE is one text whose
+  documents are its sets. One forward pass per model per text either way.
+
+--diff A B: A's bits minus B's, split by character class, position in a word,
+  the word's frequency in the training text (frequent >= 100, rare, unseen), by
+  document and by set; a token's loss is spread evenly over its UTF-8 bytes (see
+  docs/bits.md). Per-set differences get paired bootstrap intervals.
 """
 
 
@@ -74,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "checkpoints",
-        nargs="+",
+        nargs="*",
         metavar="CKPT",
         help="checkpoint files (checkpoints/RUN/best.pt or ckpt.pt) or run folders (best.pt is used, else ckpt.pt)",
     )
@@ -83,6 +95,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="measure on this UTF-8 file (documents separated by lines '<|endoftext|>') instead of the "
         "validation split <data_dir>/valid.txt of the corpus the checkpoints were trained on",
+    )
+    ap.add_argument(
+        "--eval",
+        action="append",
+        metavar="NAME=PATH",
+        help="measure on this named evaluation set (a UTF-8 file of documents separated by lines "
+        "'<|endoftext|>'); repeat for more sets (each gets its figure, plus their macro and micro means). "
+        "Default: valid.txt, each held-out work its own set",
+    )
+    ap.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("A", "B"),
+        help="also measure checkpoints A and B (if not listed) and split A's bits minus B's by character class, "
+        "word position, word frequency in the training text, document and set, with paired intervals per set",
+    )
+    ap.add_argument(
+        "--html",
+        metavar="FILE",
+        help="with --diff: write an HTML page colouring the first --html-chars characters by A - B per character",
+    )
+    ap.add_argument("--html-chars", type=int, default=4000, metavar="N", help="characters shown by --html (4000)")
+    ap.add_argument(
+        "--perturb",
+        metavar="KINDS",
+        help="also measure a noisy copy of each text: comma-separated kinds of typos,case,spaces,unicode "
+        "(docs/bits.md; 10%% of words/spaces/look-alikes changed); prints the change in bits/char per model "
+        "with a paired 95%% interval",
+    )
+    ap.add_argument("--perturb-seed", type=int, default=0, metavar="N", help="seed of --perturb (default 0)")
+    ap.add_argument(
+        "--vocab-health",
+        action="store_true",
+        help="per run: tokens never or rarely seen in its training .bin file and their share of the held-out "
+        "tokens, embedding norms of unseen against seen tokens, tokens only used as steps towards longer merges",
     )
     ap.add_argument(
         "--chars",
@@ -249,7 +296,7 @@ def run_name(path: Path, all_paths: list[Path]) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
+    head = ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char", "bits/byte"]
     body = []
     for r in rows:
         body.append(
@@ -262,6 +309,7 @@ def format_table(rows: list[dict]) -> str:
                 f"{r['unknown_share']:.2%}",
                 f"{r['round_trip_share']:.2f}",
                 f"{r['bits_per_character']:.4f}",
+                f"{r['bits_per_byte']:.4f}",
             ]
         )
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -294,7 +342,31 @@ def pick_threads(model, tok, docs, block_size: int, dtype) -> int:
 
 
 # allowed values (storygpt.cli.check_ranges); --threads 0 and --chars 0 mean "choose" and "all of it"
-RANGES = {"stride": (1, None), "threads": (0, None), "batch_size": (1, None), "chars": (0, None)}
+RANGES = {
+    "stride": (1, None),
+    "threads": (0, None),
+    "batch_size": (1, None),
+    "chars": (0, None),
+    "html_chars": (1, None),
+}
+
+
+def texts_to_measure(args, loaded, eval_sets):
+    """The texts every checkpoint is measured on (storygpt.compare.measure.Text) and the source shown."""
+    from storygpt.compare.measure import Text
+    from storygpt.evalsets import default_groups, heldout_work_names
+
+    if eval_sets:
+        texts = [
+            Text(s.name, s.documents, [(s.name, list(range(len(s.documents))))], [s.name] * len(s.documents))
+            for s in eval_sets
+        ]
+        return texts, ", ".join(f"{s.name}={s.path}" for s in eval_sets)
+    docs, source = load_text(args, loaded)
+    names = None if args.text else heldout_work_names(Path(source).parent, len(docs))
+    groups = default_groups(len(docs), names)
+    doc_names = [names[i] if names else f"doc-{i + 1}" for i in range(len(docs))]
+    return [Text(Path(source).name, docs, groups, doc_names)], source
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,22 +378,42 @@ def main(argv: list[str] | None = None) -> int:
             f"--json {args.json}: not a JSON file name (a checkpoint or a folder); put --json after the "
             "checkpoints to print JSON, or give --json FILE.json"
         )
+    if not args.checkpoints and not args.diff:
+        parser.error("give at least one checkpoint (or --diff A B)")
+    if args.eval and args.text:
+        parser.error("give --text FILE or --eval NAME=PATH, not both (--eval text=FILE names --text's file)")
+    if args.html and not args.diff:
+        parser.error("--html colours the difference of --diff A B; give --diff")
     try:
         if args.text and Path(args.text).is_dir():
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
+        from storygpt.compare.perturb import parse_kinds
+        from storygpt.evalsets import read_eval_sets
+
+        kinds = parse_kinds(args.perturb)
+        eval_sets = read_eval_sets(args.eval, args.chars if args.chars > 0 else None)  # before any model loads
         import torch
 
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint
         from storygpt.cli import show
-        from storygpt.evaluate import count_characters, evaluate_bits, token_stream
+        from storygpt.compare.measure import combine, format_sets, measure_text
+        from storygpt.compare.sections import (
+            diff_section,
+            format_perturbed,
+            perturb_rows,
+            run_vocab_health,
+            training_word_counts,
+        )
+        from storygpt.evalsets import summarize
+        from storygpt.evaluate import count_characters
         from storygpt.runtime import pick_dtype, resolve_device
 
         device = resolve_device(args.device)
         paths = []
-        for p in (resolve_checkpoint(p) for p in args.checkpoints):
+        for p in (resolve_checkpoint(p) for p in [*args.checkpoints, *(args.diff or [])]):
             if all(p.resolve() != q.resolve() for q in paths):  # the same file twice is measured once
                 paths.append(p)
         loaded = {}
@@ -330,16 +422,21 @@ def main(argv: list[str] | None = None) -> int:
             meta = {"data_dir": data_dir_of(ckpt, p), "corpus": ckpt.get("corpus"), "config": ckpt.get("config")}
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
-        docs, source = load_text(args, loaded)
-        n_chars = count_characters(docs)
+        texts, source = texts_to_measure(args, loaded, eval_sets)
+        n_chars = sum(count_characters(t.documents) for t in texts)
+        n_docs = sum(len(t.documents) for t in texts)
+        set_names = [name for t in texts for name, _ in t.sets]
         if args.json != "-":
             print(
-                f"text: {show(source)}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
-                f"device {device}",
+                f"text: {show(source)}: {n_chars:,} characters in {n_docs:,} document{'s' if n_docs != 1 else ''}"
+                f"{f', {len(set_names)} sets' if len(set_names) > 1 else ''}; device {device}",
                 flush=True,
             )
-
-        rows = []
+        diff_paths = [resolve_checkpoint(p) for p in args.diff] if args.diff else []
+        diff_paths = [next(q for q in paths if q.resolve() == p.resolve()) for p in diff_paths]
+        per_char = bool(args.diff or kinds)
+        kept, rows, perturbed, health = {}, [], [], {}
+        block_chars = args.block_chars or 2000
         for p in paths:
             model, tok, ckpt = loaded[p]
             model.to(device)
@@ -350,31 +447,18 @@ def main(argv: list[str] | None = None) -> int:
             name = run_name(p, paths)
             dtype = pick_dtype(args.dtype, torch.device(device))
             if device == "cpu":
-                torch.set_num_threads(args.threads or pick_threads(model, tok, docs, block_size, dtype))
+                torch.set_num_threads(args.threads or pick_threads(model, tok, texts[0].documents, block_size, dtype))
             progress = None
             if not args.no_progress:
                 progress = ProgressBar(name) if sys.stderr.isatty() else ProgressLines(name)
-            token_nats = None
-            if args.block_chars is not None:
-                import numpy as np
-
-                token_nats = np.zeros(len(token_stream(tok, docs)[0]) - 1)
-            res = evaluate_bits(
-                model,
-                tok,
-                docs,
-                block_size=block_size,
-                stride=stride,
-                batch_size=args.batch_size,
-                device=device,
-                dtype=dtype,
-                progress=progress,
-                token_nats=token_nats,
-            )
+            kw = dict(block_size=block_size, stride=stride, batch_size=args.batch_size, device=device, dtype=dtype)
+            measured = [measure_text(model, tok, t, per_character=per_char, progress=progress, **kw) for t in texts]
             if isinstance(progress, ProgressBar):
                 progress.close()
+            res = combine([m.result for m in measured])
             if not math.isfinite(res.bits_per_character):
                 print(f"warning: {name}: bits per character is not finite", file=sys.stderr)
+            sets = {k: v for m in measured for k, v in m.set_figures.items()}
             rows.append(
                 dict(
                     name=name,
@@ -387,23 +471,63 @@ def main(argv: list[str] | None = None) -> int:
                     stride=stride or block_size,
                     **res.to_dict(),
                     lossy=is_lossy(res.round_trip_share, res.unknown_share),
+                    sets=sets,
+                    **summarize(sets),
                 )
             )
-            if token_nats is not None:
+            if args.block_chars is not None:
                 from storygpt.heldout import block_losses, intrinsic_measures
 
-                blocks = block_losses(tok, docs, token_nats, args.block_chars)
+                all_docs = [d for t in texts for d in t.documents]
+                blocks = [
+                    block_losses(tok, t.documents, m.token_nats, args.block_chars) for t, m in zip(texts, measured)
+                ]
                 rows[-1].update(
-                    block_chars=blocks.block_chars,
-                    block_nats=blocks.nats,
-                    block_characters=blocks.chars,
-                    blocks_exact=blocks.exact,
-                    **{k: v for k, v in intrinsic_measures(tok, docs).items() if k != "chars_per_token"},
+                    block_chars=args.block_chars,
+                    block_nats=[x for b in blocks for x in b.nats],
+                    block_characters=[x for b in blocks for x in b.chars],
+                    blocks_exact=all(b.exact for b in blocks),
+                    **{k: v for k, v in intrinsic_measures(tok, all_docs).items() if k != "chars_per_token"},
                 )
+            if kinds:
+                perturbed += perturb_rows(
+                    name,
+                    tok,
+                    texts,
+                    measured,
+                    kinds,
+                    args.perturb_seed,
+                    block_chars,
+                    lambda t, model=model, tok=tok: measure_text(model, tok, t, per_character=True, **kw),
+                )
+            if args.vocab_health:
+                health[name] = run_vocab_health(model, tok, ckpt, texts)
+            if p in diff_paths:
+                kept[p] = measured
             del model
             loaded[p] = (None, tok, ckpt)
             if device.startswith("cuda"):
                 torch.cuda.empty_cache()
+        diff_text = diff_json = None
+        if args.diff:
+            pa, pb = diff_paths
+            if pa == pb:
+                raise ValueError(f"--diff {args.diff[0]} {args.diff[1]}: the same checkpoint twice")
+            counts, where = training_word_counts(loaded[pa][2], loaded[pb][2])
+            diff_text, diff_json = diff_section(
+                run_name(pa, paths),
+                run_name(pb, paths),
+                texts,
+                kept[pa],
+                kept[pb],
+                counts,
+                block_chars,
+                args.html,
+                args.html_chars,
+            )
+            diff_json["word_counts_from"] = where
+            if counts is None:
+                diff_text += f"\n(no split by word frequency: {where})"
     except (FileNotFoundError, ValueError, KeyError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bits.py: error: {msg}", file=sys.stderr)
@@ -412,7 +536,20 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbits.py: interrupted", file=sys.stderr)
         return 130
 
-    report = {"text": source, "characters": n_chars, "documents": len(docs), "device": device, "results": rows}
+    report = {
+        "text": source,
+        "characters": n_chars,
+        "documents": n_docs,
+        "sets": set_names,
+        "device": device,
+        "results": rows,
+    }
+    if diff_json is not None:
+        report["diff"] = diff_json
+    if kinds:
+        report["perturbations"] = {"kinds": kinds, "seed": args.perturb_seed, "rows": perturbed}
+    if health:
+        report["vocab_health"] = health
     if args.json == "-":
         print(json.dumps(report, indent=2))
     else:
@@ -425,6 +562,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"bits.py: error: --json {args.json}: {e.strerror or e}", file=sys.stderr)
                 return 2
         print(format_table(rows))
+        if len(set_names) > 1:
+            print("\n" + format_sets(rows, set_names))
+        if perturbed:
+            print("\n" + format_perturbed(perturbed, args.perturb_seed))
+        if health:
+            from storygpt.compare.vocab_health import format_health
+
+            print("\nvocabulary health:\n" + "\n".join(format_health(n, h) for n, h in health.items()))
+        if diff_text:
+            print("\n" + diff_text)
         if any(r["lossy"] for r in rows):
             print("\n" + textwrap.fill("note: " + CAVEAT, 100))
     return 0

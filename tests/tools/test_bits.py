@@ -453,7 +453,7 @@ def test_cli_table_and_caveat(corpus):
     lines = out.splitlines()
     assert lines[0].startswith("text: ") and "valid.txt" in lines[0]
     header = lines[1].split()
-    assert header == ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char"]
+    assert header == ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char", "bits/byte"]
     assert lines[3].split()[0] == "word-run" and lines[4].split()[0] == "bpe-run"
     assert "does not have to predict" in out  # the word-level caveat
 

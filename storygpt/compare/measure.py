@@ -1,0 +1,117 @@
+"""One model on one text, once: the figures of bits.py and compare.py from a single forward pass.
+
+:func:`measure_text` runs :func:`storygpt.evaluate.evaluate_bits` once and keeps each predicted token's
+loss; everything else (per-set figures, per-character losses for attribution, blocks for the bootstrap)
+is a sum over those losses, not another pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from storygpt.evaluate import BitsResult
+from storygpt.stats import LN2
+
+
+@dataclass
+class Text:
+    """A text measured in one pass: its documents and its sets ``[(name, [document indices]), ...]``
+    (consecutive runs of documents), ``doc_names`` one per document."""
+
+    name: str
+    documents: list[str]
+    sets: list[tuple[str, list[int]]]
+    doc_names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Measured:
+    """What one model gave on one :class:`Text`."""
+
+    result: BitsResult
+    token_nats: np.ndarray
+    set_figures: dict[str, dict]
+    char_nats: np.ndarray | None = None
+    exact: bool | None = None
+
+
+def set_figures(tokenizer: Any, text: Text, token_nats: np.ndarray) -> dict[str, dict]:
+    """Per set: ``nats``, ``characters``, ``bytes``, ``tokens``, ``bits_per_character``, ``bits_per_byte``
+    (a boundary belongs to the document before it)."""
+    from storygpt.evalsets import document_units, target_documents
+
+    doc_of = target_documents(tokenizer, text.documents)
+    if len(doc_of) != len(token_nats):
+        raise ValueError(f"{len(token_nats)} token losses for {len(doc_of)} predicted tokens")
+    n = len(text.documents)
+    doc_nats = np.bincount(doc_of, weights=token_nats, minlength=n)
+    doc_tokens = np.bincount(doc_of, minlength=n)
+    chars, byts = document_units(text.documents)
+    out = {}
+    for name, idx in text.sets:
+        nats = float(doc_nats[idx].sum())
+        c, b = int(chars[idx].sum()), int(byts[idx].sum())
+        out[name] = {
+            "nats": nats,
+            "characters": c,
+            "bytes": b,
+            "tokens": int(doc_tokens[idx].sum()),
+            "bits_per_character": nats / (LN2 * c),
+            "bits_per_byte": nats / (LN2 * b),
+        }
+    return out
+
+
+def measure_text(model, tokenizer, text: Text, *, per_character: bool = False, **evaluate_kw) -> Measured:
+    """One pass of ``model`` over ``text`` (``evaluate_kw`` go to evaluate_bits); per-character losses
+    (storygpt/compare/charloss.py) when ``per_character``."""
+    from storygpt.evaluate import evaluate_bits, token_stream
+
+    n_targets = len(token_stream(tokenizer, text.documents)[0]) - 1
+    token_nats = np.zeros(max(n_targets, 0))
+    res = evaluate_bits(model, tokenizer, text.documents, token_nats=token_nats, **evaluate_kw)
+    m = Measured(res, token_nats, set_figures(tokenizer, text, token_nats))
+    if per_character:
+        from storygpt.compare.charloss import char_nats
+
+        m.char_nats, m.exact = char_nats(tokenizer, text.documents, token_nats)
+    return m
+
+
+def combine(results: Sequence[BitsResult]) -> BitsResult:
+    """Several texts' results as one: every count added up."""
+    keys = ("nats", "tokens", "characters", "unknown_tokens", "documents", "round_trip_documents", "bytes")
+    return BitsResult(**{k: sum(getattr(r, k) for r in results) for k in keys})
+
+
+def set_char_ranges(text: Text) -> dict[str, tuple[int, int]]:
+    """``[start, stop)`` of each set in the counted characters of ``text``."""
+    from storygpt.evalsets import document_char_ranges
+
+    ranges = document_char_ranges(text.documents)
+    return {name: (ranges[idx[0]][0], ranges[idx[-1]][1]) for name, idx in text.sets}
+
+
+def format_sets(rows: Sequence[dict], set_names: Sequence[str]) -> str:
+    """A table of bits per character (and per byte) per set and model, with the macro and micro means."""
+    head = ["set", *(r["name"] for r in rows)]
+    body = []
+    for s in set_names:
+        body.append(
+            [s] + [f"{r['sets'][s]['bits_per_character']:.4f} / {r['sets'][s]['bits_per_byte']:.4f}" for r in rows]
+        )
+    for kind in ("macro", "micro"):
+        body.append(
+            [f"{kind} mean"]
+            + [f"{r[f'{kind}_bits_per_character']:.4f} / {r[f'{kind}_bits_per_byte']:.4f}" for r in rows]
+        )
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    fmt = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join(
+        ["bits/char / bits/byte per evaluation set:", fmt(head), fmt(["-" * w for w in widths])]
+        + [fmt(b) for b in body]
+    )
