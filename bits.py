@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/bits.md; 10%% of words/spaces/look-alikes changed); prints the change in bits/char per model "
         "with a paired 95%% interval",
     )
+    ap.add_argument(
+        "--save-losses",
+        metavar="FILE",
+        help="with one checkpoint: write its per-character losses (.npz: nats per character of every text, the "
+        "texts' sha256, the sets' character ranges) for compare.py's attribution",
+    )
     ap.add_argument("--perturb-seed", type=int, default=0, metavar="N", help="seed of --perturb (default 0)")
     ap.add_argument(
         "--vocab-health",
@@ -382,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one checkpoint (or --diff A B)")
     if args.eval and args.text:
         parser.error("give --text FILE or --eval NAME=PATH, not both (--eval text=FILE names --text's file)")
+    if args.save_losses and (len(args.checkpoints) != 1 or args.diff):
+        parser.error(f"--save-losses {args.save_losses}: give exactly one checkpoint (and no --diff)")
     if args.html and not args.diff:
         parser.error("--html colours the difference of --diff A B; give --diff")
     try:
@@ -399,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint
         from storygpt.cli import show
-        from storygpt.compare.measure import combine, format_sets, measure_text
+        from storygpt.compare.measure import add_set_blocks, combine, format_sets, measure_text, save_losses
         from storygpt.compare.sections import (
             diff_section,
             format_perturbed,
@@ -434,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         diff_paths = [resolve_checkpoint(p) for p in args.diff] if args.diff else []
         diff_paths = [next(q for q in paths if q.resolve() == p.resolve()) for p in diff_paths]
-        per_char = bool(args.diff or kinds)
+        per_char = bool(args.diff or kinds or args.block_chars or args.save_losses)
         kept, rows, perturbed, health = {}, [], [], {}
         block_chars = args.block_chars or 2000
         for p in paths:
@@ -489,6 +497,9 @@ def main(argv: list[str] | None = None) -> int:
                     blocks_exact=all(b.exact for b in blocks),
                     **{k: v for k, v in intrinsic_measures(tok, all_docs).items() if k != "chars_per_token"},
                 )
+                add_set_blocks(sets, texts, measured, args.block_chars)
+            if args.save_losses:
+                save_losses(args.save_losses, texts, measured)
             if kinds:
                 perturbed += perturb_rows(
                     name,

@@ -115,3 +115,42 @@ def format_sets(rows: Sequence[dict], set_names: Sequence[str]) -> str:
         ["bits/char / bits/byte per evaluation set:", fmt(head), fmt(["-" * w for w in widths])]
         + [fmt(b) for b in body]
     )
+
+
+def add_set_blocks(sets: dict, texts, measured, block_chars: int) -> None:
+    """Each set's ``block_nats`` and ``block_characters`` (blocks of its per-character losses; compare.py's
+    per-set paired bootstrap)."""
+    from storygpt.compare.sets import block_sums
+
+    for t, m in zip(texts, measured):
+        for name, (lo, hi) in set_char_ranges(t).items():
+            nats, chars = block_sums(m.char_nats[lo:hi], block_chars)
+            sets[name].update(block_nats=nats.tolist(), block_characters=chars.tolist())
+
+
+def save_losses(path: str, texts, measured) -> None:
+    """Write ``path`` (.npz, atomically): the per-character losses of every text (nats, concatenated), the
+    sha256 of the texts (``--diff`` and compare.py refuse losses of different texts), the set names and
+    their character ranges, and whether the spreading was exact."""
+    import hashlib
+    import io
+
+    from storygpt.atomic import write_bytes
+
+    digest = hashlib.sha256("\x00".join("\n".join(t.documents) for t in texts).encode("utf-8")).hexdigest()
+    names, ranges, at = [], [], 0
+    for t in texts:
+        for name, (lo, hi) in set_char_ranges(t).items():
+            names.append(name)
+            ranges.append((at + lo, at + hi))
+        at += sum(len(d) for d in t.documents) + len(t.documents) - 1
+    buf = io.BytesIO()  # the whole file in memory, then one atomic write (a 500,000-character text: 4 MB)
+    np.savez(
+        buf,
+        char_nats=np.concatenate([m.char_nats for m in measured]),
+        text_sha256=np.array(digest),
+        set_names=np.array(names),
+        set_ranges=np.array(ranges, dtype=np.int64),
+        exact=np.array(all(m.exact for m in measured)),
+    )
+    write_bytes(path, buf.getvalue())

@@ -90,6 +90,9 @@ def perturb_rows(model_name, tok, texts, clean, kinds, seed, block_chars, measur
                 "change": noisy_bpc - clean_bpc,
                 "low": None if iv is None else iv.low,
                 "high": None if iv is None else iv.high,
+                "blocks": {
+                    k: v.tolist() for k, v in zip(("clean_nats", "clean_chars", "noisy_nats", "noisy_chars"), blocks)
+                },
             }
         )
     return rows

@@ -137,3 +137,22 @@ def test_perturb_and_vocab_health(runs):
     [h] = rep["vocab_health"].values()
     assert h["vocab_size"] == 300 and 0 <= h["never_seen"] <= 300
     assert h["intermediate"] is not None
+
+
+def test_set_blocks_and_saved_losses(runs, tmp_path):
+    from storygpt.evaluate import read_documents
+
+    out = tmp_path / "losses.npz"
+    rc, text, err = bits(runs["bpe"], "--block-chars", 100, "--save-losses", out, "--json")
+    assert rc == 0, err
+    [r] = json.loads(text)["results"]
+    saved = np.load(out)
+    docs = read_documents(runs["corpus"] / "valid.txt")
+    assert len(saved["char_nats"]) == r["characters"] == sum(len(d) for d in docs) + len(docs) - 1
+    assert math.fsum(saved["char_nats"]) == pytest.approx(r["nats"], rel=1e-9)
+    for name, (lo, hi) in zip(saved["set_names"], saved["set_ranges"]):
+        s = r["sets"][str(name)]
+        assert sum(s["block_characters"]) == s["characters"] == hi - lo
+        assert sum(s["block_nats"]) == pytest.approx(math.fsum(saved["char_nats"][lo:hi]), rel=1e-9)
+    rc, _, err = bits(runs["bpe"], runs["word"], "--save-losses", out)
+    assert rc == 2 and "exactly one checkpoint" in one_error_line(err, "bits.py")
