@@ -360,7 +360,7 @@ RANGES = {
 def texts_to_measure(args, loaded, eval_sets):
     """The texts every checkpoint is measured on (storygpt.compare.measure.Text) and the source shown."""
     from storygpt.compare.measure import Text
-    from storygpt.evalsets import default_groups, heldout_work_names
+    from storygpt.data.evalsets import default_groups, heldout_work_names
 
     if eval_sets:
         texts = [
@@ -398,10 +398,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
         from storygpt.compare.perturb import parse_kinds
-        from storygpt.evalsets import read_eval_sets
+        from storygpt.data.evalsets import read_eval_sets
 
         kinds = parse_kinds(args.perturb)
-        eval_sets = read_eval_sets(args.eval, args.chars if args.chars > 0 else None)  # before any model loads
+        from storygpt.evaluate import take_characters
+
+        n = args.chars if args.chars > 0 else None
+        eval_sets = read_eval_sets(args.eval, lambda docs: take_characters(docs, n))  # before any model loads
         import torch
 
         from storygpt import load_checkpoint
@@ -415,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             run_vocab_health,
             training_word_counts,
         )
-        from storygpt.evalsets import summarize
+        from storygpt.data.evalsets import summarize
         from storygpt.evaluate import count_characters
         from storygpt.runtime import pick_dtype, resolve_device
 

@@ -264,10 +264,11 @@ def with_budget(args) -> None:
 
 
 def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
-    from storygpt.evalsets import read_eval_sets
+    from storygpt.data.evalsets import read_eval_sets
+    from storygpt.evaluate import take_characters
 
     try:  # every --eval file is read before the run folder is touched
-        eval_sets = read_eval_sets(args.eval, args.eval_chars)
+        eval_sets = read_eval_sets(args.eval, lambda docs: take_characters(docs, args.eval_chars))
     except ValueError as e:
         raise RunError(str(e)) from None
     files = RunFiles(run_folder(args))

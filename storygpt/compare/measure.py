@@ -42,7 +42,7 @@ class Measured:
 def set_figures(tokenizer: Any, text: Text, token_nats: np.ndarray) -> dict[str, dict]:
     """Per set: ``nats``, ``characters``, ``bytes``, ``tokens``, ``bits_per_character``, ``bits_per_byte``
     (a boundary belongs to the document before it)."""
-    from storygpt.evalsets import document_units, target_documents
+    from storygpt.data.evalsets import document_units, target_documents
 
     doc_of = target_documents(tokenizer, text.documents)
     if len(doc_of) != len(token_nats):
@@ -90,7 +90,7 @@ def combine(results: Sequence[BitsResult]) -> BitsResult:
 
 def set_char_ranges(text: Text) -> dict[str, tuple[int, int]]:
     """``[start, stop)`` of each set in the counted characters of ``text``."""
-    from storygpt.evalsets import document_char_ranges
+    from storygpt.data.evalsets import document_char_ranges
 
     ranges = document_char_ranges(text.documents)
     return {name: (ranges[idx[0]][0], ranges[idx[-1]][1]) for name, idx in text.sets}

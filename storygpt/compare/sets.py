@@ -1,6 +1,6 @@
 """Per-set differences between two models with paired bootstrap intervals, and their macro and micro means.
 
-Each evaluation set (storygpt/evalsets.py) is cut into blocks of characters (the same blocks for both
+Each evaluation set (storygpt/data/evalsets.py) is cut into blocks of characters (the same blocks for both
 models).  Per set, the interval is storygpt.stats.paired_bootstrap's.  The macro mean (the mean over
 sets of each set's difference) and the micro mean (all nats over all characters) get a stratified
 paired bootstrap: each replicate draws blocks with replacement *within* each set (so every set keeps

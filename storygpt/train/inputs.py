@@ -43,7 +43,7 @@ class HeldOut:
     characters: int
     windows: list
     bytes: int = 0
-    #: the evaluation sets of this text (storygpt/evalsets.py): names, the set of each predicted token,
+    #: the evaluation sets of this text (storygpt/data/evalsets.py): names, the set of each predicted token,
     #: and each set's characters and bytes (a boundary belongs to the document before it)
     set_names: tuple = ()
     set_of_target: np.ndarray | None = None
@@ -59,7 +59,7 @@ class HeldOut:
 
 def encode_heldout(tokenizer, docs: list[str], block_size: int, groups: list[tuple[str, list[int]]]) -> HeldOut:
     """Encode documents into a :class:`HeldOut` whose sets are ``groups`` ``[(name, [document indices])]``."""
-    from storygpt.evalsets import document_units, target_documents
+    from storygpt.data.evalsets import document_units, target_documents
     from storygpt.evaluate import count_bytes, count_characters, scoring_windows, token_stream
 
     stream, _ = token_stream(tokenizer, docs)
@@ -81,13 +81,13 @@ def encode_heldout(tokenizer, docs: list[str], block_size: int, groups: list[tup
 
 
 def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int, eval_sets=()) -> HeldOut:
-    """Read, cut and encode the held-out slice; its sets are its held-out works (storygpt/evalsets.py).
-    ``eval_sets`` (storygpt.evalsets.EvalSet, already read) become its ``extra`` texts.
+    """Read, cut and encode the held-out slice; its sets are its held-out works (storygpt/data/evalsets.py).
+    ``eval_sets`` (storygpt.data.evalsets.EvalSet, already read) become its ``extra`` texts.
 
     Raises:
         FileNotFoundError / ValueError: naming ``valid_txt`` (missing, not UTF-8, no text).
     """
-    from storygpt.evalsets import default_groups, heldout_work_names
+    from storygpt.data.evalsets import default_groups, heldout_work_names
     from storygpt.evaluate import read_documents, take_characters
 
     docs = take_characters(read_documents(valid_txt), eval_chars)

@@ -277,7 +277,7 @@ def heldout_nats(r: Run, heldout: HeldOut | None = None) -> list[float] | None:
 
 
 def set_figures(h: HeldOut, per_set: list[float]) -> dict:
-    """metrics.jsonl's ``sets``: per set ``val_bpc`` and ``val_bpb`` (storygpt/evalsets.py)."""
+    """metrics.jsonl's ``sets``: per set ``val_bpc`` and ``val_bpb`` (storygpt/data/evalsets.py)."""
     return {
         name: {"val_bpc": n / (LN2 * c), "val_bpb": n / (LN2 * b), "characters": c}
         for name, n, c, b in zip(h.set_names, per_set, h.set_chars, h.set_bytes)

@@ -1,5 +1,5 @@
 """Bits per byte, evaluation sets, per-character attribution, perturbations and vocabulary health
-(storygpt/evaluate.py, storygpt/evalsets.py, storygpt/compare/*), each against an independent computation:
+(storygpt/evaluate.py, storygpt/data/evalsets.py, storygpt/compare/*), each against an independent computation:
 counts by hand, brute-force loops over characters and bytes, closed forms."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from conftest import CORPORA
 torch = pytest.importorskip("torch")
 
 from storygpt.compare import attribution, charloss, perturb, sets, vocab_health  # noqa: E402
-from storygpt.evalsets import (  # noqa: E402
+from storygpt.data.evalsets import (  # noqa: E402
     default_groups,
     heldout_work_names,
     parse_eval_args,

@@ -20,8 +20,9 @@ weighs more).
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,23 +66,25 @@ def parse_eval_args(values: Sequence[str] | None) -> list[tuple[str, Path]]:
     return out
 
 
-def read_eval_sets(values: Sequence[str] | None, chars: int | None = None) -> list[EvalSet]:
-    """Parse and read every ``--eval NAME=PATH`` (the first ``chars`` characters of each; None: all).
+def read_eval_sets(values: Sequence[str] | None, cut: Callable[[list[str]], list[str]] | None = None) -> list[EvalSet]:
+    """Parse and read every ``--eval NAME=PATH``; ``cut`` (e.g. the first N characters,
+    storygpt.evaluate.take_characters) is applied to each file's documents.
 
     Raises:
         ValueError: see :func:`parse_eval_args`; a file that is missing, a folder, empty or not UTF-8
             (the message starts ``--eval NAME=PATH:``).
     """
-    from storygpt.evaluate import read_documents, take_characters
+    from storygpt.data.corpora import read_documents
 
     sets = []
     for name, path in parse_eval_args(values):
         try:
-            docs = take_characters(read_documents(path), chars)
+            docs = read_documents(path)
         except (OSError, ValueError) as e:
             reason = str(e)
             reason = reason[len(str(path)) + 2 :] if reason.startswith(f"{path}: ") else reason
             raise ValueError(f"--eval {name}={path}: {reason}") from None
+        docs = [d for d in (cut(docs) if cut else docs) if d]
         if not docs:
             raise ValueError(f"--eval {name}={path}: the file is empty (no text in it)")
         sets.append(EvalSet(name, path, docs))
@@ -158,8 +161,7 @@ def summarize(per_set: dict[str, dict]) -> dict:
     macro: the mean over sets of each set's figure; micro: the sets' nats added up over their characters
     (or bytes) added up.
     """
-    from storygpt.stats import LN2
-
+    LN2 = math.log(2)
     sets = list(per_set.values())
     if not sets:
         raise ValueError("no evaluation sets")
