@@ -7,6 +7,7 @@ is a sum over those losses, not another pass.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,7 @@ def add_set_blocks(sets: dict, texts, measured, block_chars: int) -> None:
 def save_losses(path: str, texts, measured) -> None:
     """Write ``path`` (.npz, atomically): the per-character losses of every text (nats, concatenated), the
     sha256 of the texts (``--diff`` and compare.py refuse losses of different texts), the set names and
-    their character ranges, and whether the spreading was exact."""
+    their character ranges, whether the spreading was exact, and the texts themselves (:func:`load_texts`)."""
     import hashlib
     import io
 
@@ -152,5 +153,14 @@ def save_losses(path: str, texts, measured) -> None:
         set_names=np.array(names),
         set_ranges=np.array(ranges, dtype=np.int64),
         exact=np.array(all(m.exact for m in measured)),
+        texts_json=np.array(json.dumps([vars(t) for t in texts])),
     )
     write_bytes(path, buf.getvalue())
+
+
+def load_texts(saved) -> list[Text]:
+    """The texts a :func:`save_losses` file was measured on (``saved``: its ``np.load``)."""
+    return [
+        Text(t["name"], t["documents"], [(n, list(i)) for n, i in t["sets"]], t["doc_names"])
+        for t in json.loads(str(saved["texts_json"]))
+    ]

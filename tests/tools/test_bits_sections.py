@@ -156,3 +156,15 @@ def test_set_blocks_and_saved_losses(runs, tmp_path):
         assert sum(s["block_nats"]) == pytest.approx(math.fsum(saved["char_nats"][lo:hi]), rel=1e-9)
     rc, _, err = bits(runs["bpe"], runs["word"], "--save-losses", out)
     assert rc == 2 and "exactly one checkpoint" in one_error_line(err, "bits.py")
+
+
+def test_saved_losses_hold_their_texts(runs, tmp_path):
+    from storygpt.compare.measure import load_texts
+    from storygpt.evaluate import read_documents
+
+    out = tmp_path / "losses.npz"
+    rc, _, err = bits(runs["bpe"], "--save-losses", out)
+    assert rc == 0, err
+    [t] = load_texts(np.load(out))
+    assert t.documents == read_documents(runs["corpus"] / "valid.txt")
+    assert [name for name, _ in t.sets] == t.doc_names[: len(t.sets)]
