@@ -208,3 +208,52 @@ def health_section(runs: Sequence[dict]) -> tuple[list[str], dict]:
             cells.append("-" if v is None else fmt.format(v))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines, out
+
+
+def report_sections(runs: Sequence[tuple[str, object, Path]], out_dir: Path, data_dir: Path | None) -> tuple[str, dict]:
+    """All four sections for compare's report.md (markdown text, "" when nothing was measured) and
+    results.json (``where``).
+
+    Args:
+        runs: ``(spec, seed, run folder)`` of every run of one budget; each folder holds bits.json (bits.py
+            --json) and, for attribution, losses.npz (bits.py --save-losses).
+        out_dir: the report folder (the attribution pages are written there).
+        data_dir: the corpus folder (its train.txt gives the word frequencies; None: no frequency split).
+
+    Raises:
+        ValueError: runs measured on different texts (attribution refused), or an unreadable bits.json.
+    """
+    import json
+
+    from storygpt.compare.charloss import count_words
+    from storygpt.compare.measure import load_texts
+
+    recs = []
+    for spec, seed, folder in runs:
+        path = Path(folder) / "bits.json"
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: {e}") from None
+        losses = Path(folder) / "losses.npz"
+        recs.append(
+            {"spec": spec, "seed": seed, "bits": bits_record(report), "losses": losses if losses.is_file() else None}
+        )
+    sections = [("sets", sets_section)]
+    if recs and all(r["losses"] for r in recs):
+        texts = load_texts(np.load(recs[0]["losses"]))
+        train = Path(data_dir) / "train.txt" if data_dir else None
+        counts = None
+        if train is not None and train.is_file():
+            from storygpt.data.corpora import read_documents
+
+            counts = count_words(read_documents(train))
+        sections.append(("attribution", lambda rs: attribution_section(rs, texts, counts, out_dir)))
+    sections += [("robustness", robustness_section), ("vocab_health", health_section)]
+    lines, doc = [], {}
+    for key, make in sections:
+        part, js = make(recs)
+        if part:
+            lines += [*part, ""]
+            doc[key] = js
+    return "\n".join(lines), doc

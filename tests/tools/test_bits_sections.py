@@ -168,3 +168,30 @@ def test_saved_losses_hold_their_texts(runs, tmp_path):
     [t] = load_texts(np.load(out))
     assert t.documents == read_documents(runs["corpus"] / "valid.txt")
     assert [name for name, _ in t.sets] == t.doc_names[: len(t.sets)]
+
+
+def test_compare_report_sections_from_bits_outputs(runs, tmp_path):
+    """storygpt.compare.where.report_sections on bits.py's own outputs: all four sections, parts add up."""
+    from storygpt.compare.where import report_sections
+
+    folders = []
+    for spec, ckpt in (("bpe:300", runs["bpe"]), ("word:60", runs["word"])):
+        folder = tmp_path / spec.replace(":", "-")
+        folder.mkdir()
+        argv = [ckpt, "--block-chars", 100, "--perturb", "case", "--vocab-health", "--json", folder / "bits.json"]
+        rc, _, err = bits(*argv, "--save-losses", folder / "losses.npz")
+        assert rc == 0, err
+        folders.append((spec, 0, folder))
+    text, doc = report_sections(folders, tmp_path, runs["corpus"])
+    assert set(doc) == {"sets", "attribution", "robustness", "vocab_health"}
+    for heading in (
+        "## Evaluation sets",
+        "## Where the difference comes from",
+        "## Robustness",
+        "## Vocabulary health",
+    ):
+        assert heading in text
+    [(other, att)] = doc["attribution"]["pairs"].items()
+    for rows in att["splits"].values():
+        assert abs(sum(r["bits"] for r in rows) - att["total_bits"]) < 1e-9
+    assert list((tmp_path).glob("attribution-*.html"))
