@@ -50,7 +50,13 @@ caveat:
 
 columns:
   name      the run folder of the checkpoint
+  tokenizer the tokenizer SPEC it was trained with (e.g. tiktoken:gpt2,
+            bpe:8192)
+  vocab     vocabulary size (token ids, special tokens included)
   params    model parameters (all, embeddings included)
+  steps     optimizer steps the checkpoint was trained for ("-": a file from
+            before checkpoints recorded it)
+  FLOPs     training FLOPs spent on it
   tokens    predicted tokens
   chars/tok characters per predicted token
   unk       share of predicted tokens that are <unk> (0 for BPE)
@@ -58,6 +64,9 @@ columns:
   bits/char bits per character (lower is better)
   bits/byte bits per UTF-8 byte of the same text (bytes counted like characters:
             every byte of every document + 1 per boundary; never the tokenizer's)
+  status    ok, under-trained (fewer steps than its warm-up or fewer than 3
+            held-out evaluations: its bits/char says little), lossy (see the
+            caveat), or both; as compare.py marks its runs
 
 evaluation sets (--eval NAME=PATH, or by default each held-out work of valid.txt):
   each set's bits/char and bits/byte, their macro mean (each set weighs the same)
@@ -96,47 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure on this UTF-8 file (documents separated by lines '<|endoftext|>') instead of the "
         "validation split <data_dir>/valid.txt of the corpus the checkpoints were trained on",
     )
-    ap.add_argument(
-        "--eval",
-        action="append",
-        metavar="NAME=PATH",
-        help="measure on this named evaluation set (a UTF-8 file of documents separated by lines "
-        "'<|endoftext|>'); repeat for more sets (each gets its figure, plus their macro and micro means). "
-        "Default: valid.txt, each held-out work its own set",
-    )
-    ap.add_argument(
-        "--diff",
-        nargs=2,
-        metavar=("A", "B"),
-        help="also measure checkpoints A and B (if not listed) and split A's bits minus B's by character class, "
-        "word position, word frequency in the training text, document and set, with paired intervals per set",
-    )
-    ap.add_argument(
-        "--html",
-        metavar="FILE",
-        help="with --diff: write an HTML page colouring the first --html-chars characters by A - B per character",
-    )
-    ap.add_argument("--html-chars", type=int, default=4000, metavar="N", help="characters shown by --html (4000)")
-    ap.add_argument(
-        "--perturb",
-        metavar="KINDS",
-        help="also measure a noisy copy of each text: comma-separated kinds of typos,case,spaces,unicode "
-        "(docs/bits.md; 10%% of words/spaces/look-alikes changed); prints the change in bits/char per model "
-        "with a paired 95%% interval",
-    )
-    ap.add_argument(
-        "--save-losses",
-        metavar="FILE",
-        help="with one checkpoint: write its per-character losses (.npz: nats per character of every text, the "
-        "texts' sha256, the sets' character ranges) for compare.py's attribution",
-    )
-    ap.add_argument("--perturb-seed", type=int, default=0, metavar="N", help="seed of --perturb (default 0)")
-    ap.add_argument(
-        "--vocab-health",
-        action="store_true",
-        help="per run: tokens never or rarely seen in its training .bin file and their share of the held-out "
-        "tokens, embedding norms of unseen against seen tokens, tokens only used as steps towards longer merges",
-    )
+    from storygpt.compare.sections import add_arguments
+
+    add_arguments(ap)
     ap.add_argument(
         "--chars",
         type=int,
@@ -198,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="with --json: also record the cross-entropy of every block of N held-out characters (the blocks "
-        "compare.py's paired bootstrap resamples; storygpt/heldout.py) and the tokenizer's own measures "
+        "compare.py's paired bootstrap resamples; storygpt/compare/heldout.py) and the tokenizer's own measures "
         "(Renyi efficiency, vocabulary share used, mean token bytes)",
     )
     ap.add_argument(
@@ -294,6 +265,13 @@ def load_text(args, loaded) -> tuple[list[str], str]:
     return docs, str(sources[0][2])
 
 
+def status_of(under_trained: str | None, lossy: bool, known: bool = True) -> str:
+    """``ok``, ``under-trained``, ``lossy`` or both, as compare.py's table marks its runs; ``-`` when the
+    checkpoint predates the record of its training (``known`` False) and is not lossy."""
+    flags = [f for f, on in (("under-trained", under_trained), ("lossy", lossy)) if on]
+    return ", ".join(flags) or ("ok" if known else "-")
+
+
 def run_name(path: Path, all_paths: list[Path]) -> str:
     name = path.parent.name or str(path.parent)
     if sum(1 for p in all_paths if (p.parent.name or str(p.parent)) == name) > 1:
@@ -302,20 +280,38 @@ def run_name(path: Path, all_paths: list[Path]) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char", "bits/byte"]
+    head = [
+        "name",
+        "tokenizer",
+        "vocab",
+        "params",
+        "steps",
+        "FLOPs",
+        "tokens",
+        "chars/tok",
+        "unk",
+        "rtrip",
+        "bits/char",
+        "bits/byte",
+        "status",
+    ]
     body = []
     for r in rows:
         body.append(
             [
                 r["name"],
-                f"{r['tokenizer']} {r['vocab_size']}",
+                r["spec"],
+                f"{r['vocab_size']:,}",
                 f"{r['parameters'] / 1e6:.2f}M",
+                "-" if r.get("steps") is None else f"{r['steps']:,}",
+                "-" if r.get("train_flops") is None else f"{r['train_flops']:.3g}",
                 f"{r['tokens']:,}",
                 f"{r['characters_per_token']:.3f}",
                 f"{r['unknown_share']:.2%}",
                 f"{r['round_trip_share']:.2f}",
                 f"{r['bits_per_character']:.4f}",
                 f"{r['bits_per_byte']:.4f}",
+                r["status"],
             ]
         )
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -359,20 +355,12 @@ RANGES = {
 
 def texts_to_measure(args, loaded, eval_sets):
     """The texts every checkpoint is measured on (storygpt.compare.measure.Text) and the source shown."""
-    from storygpt.compare.measure import Text
-    from storygpt.data.evalsets import default_groups, heldout_work_names
+    from storygpt.compare.measure import texts_of
 
     if eval_sets:
-        texts = [
-            Text(s.name, s.documents, [(s.name, list(range(len(s.documents))))], [s.name] * len(s.documents))
-            for s in eval_sets
-        ]
-        return texts, ", ".join(f"{s.name}={s.path}" for s in eval_sets)
+        return texts_of(eval_sets=eval_sets), ", ".join(f"{s.name}={s.path}" for s in eval_sets)
     docs, source = load_text(args, loaded)
-    names = None if args.text else heldout_work_names(Path(source).parent, len(docs))
-    groups = default_groups(len(docs), names)
-    doc_names = [names[i] if names else f"doc-{i + 1}" for i in range(len(docs))]
-    return [Text(Path(source).name, docs, groups, doc_names)], source
+    return texts_of(docs, Path(source), named=not args.text), source
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,12 +396,12 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from storygpt import load_checkpoint
-        from storygpt.checkpoint import data_dir_of, resolve_checkpoint
+        from storygpt.checkpoint import data_dir_of, resolve_checkpoint, trained_of
         from storygpt.cli import show
-        from storygpt.compare.measure import add_set_blocks, combine, format_sets, measure_text, save_losses
+        from storygpt.compare.measure import add_set_blocks, combine, measure_text, save_losses
         from storygpt.compare.sections import (
             diff_section,
-            format_perturbed,
+            format_extras,
             perturb_rows,
             run_vocab_health,
             training_word_counts,
@@ -431,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in paths:  # on the CPU first: only the model that is being measured goes to the device
             model, tok, ckpt = load_checkpoint(str(p), device="cpu")
             meta = {"data_dir": data_dir_of(ckpt, p), "corpus": ckpt.get("corpus"), "config": ckpt.get("config")}
+            meta["trained"] = trained_of(ckpt) or {}
+            meta["spec"] = ckpt.get("spec")
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
         texts, source = texts_to_measure(args, loaded, eval_sets)
@@ -476,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                     checkpoint=str(p),
                     corpus=ckpt.get("corpus"),
                     tokenizer=tok.kind,
+                    spec=ckpt["spec"] or f"{tok.kind}:{tok.vocab_size}",  # a file from before SPECs: KIND:VOCAB
                     vocab_size=tok.vocab_size,
                     parameters=sum(t.numel() for t in model.parameters()),
                     block_size=block_size,
@@ -484,10 +475,15 @@ def main(argv: list[str] | None = None) -> int:
                     lossy=is_lossy(res.round_trip_share, res.unknown_share),
                     sets=sets,
                     **summarize(sets),
+                    steps=ckpt["trained"].get("steps"),
+                    train_flops=ckpt["trained"].get("flops"),
+                    under_trained=ckpt["trained"].get("under_trained"),
                 )
             )
+            known = "under_trained" in ckpt["trained"]
+            rows[-1]["status"] = status_of(rows[-1]["under_trained"], rows[-1]["lossy"], known)
             if args.block_chars is not None:
-                from storygpt.heldout import block_losses, intrinsic_measures
+                from storygpt.compare.heldout import block_losses, intrinsic_measures
 
                 all_docs = [d for t in texts for d in t.documents]
                 blocks = [
@@ -576,18 +572,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"bits.py: error: --json {args.json}: {e.strerror or e}", file=sys.stderr)
                 return 2
         print(format_table(rows))
-        if len(set_names) > 1:
-            print("\n" + format_sets(rows, set_names))
-        if perturbed:
-            print("\n" + format_perturbed(perturbed, args.perturb_seed))
-        if health:
-            from storygpt.compare.vocab_health import format_health
-
-            print("\nvocabulary health:\n" + "\n".join(format_health(n, h) for n, h in health.items()))
-        if diff_text:
-            print("\n" + diff_text)
+        print(format_extras(rows, set_names, perturbed, args.perturb_seed, health, diff_text), end="")
         if any(r["lossy"] for r in rows):
             print("\n" + textwrap.fill("note: " + CAVEAT, 100))
+        for r in rows:
+            if r["under_trained"]:
+                print(f"\nnote: {r['name']} is under-trained ({r['under_trained']}): its bits/char says little")
     return 0
 
 

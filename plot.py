@@ -41,9 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--x",
-        default="flops,chars,elapsed",
+        default=None,
         help="comma-separated x axes, one panel each: flops (training FLOPs), chars (characters seen), "
-        "elapsed (wall time in seconds)",
+        "elapsed (wall time in seconds). Default: flops,chars,elapsed for several runs; for one run, its loss "
+        "curve as pretrain.py draws it (training loss and held-out bits per character against steps and time)",
     )
     p.add_argument(
         "--title", default=None, help="figure title (default: none for several runs, the run's name for one)"
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from storygpt.plot import X_AXES, MetricsError, labels_for, plot_curves, run_curve
 
-    axes = [a.strip() for a in args.x.split(",") if a.strip()]
+    axes = [a.strip() for a in (args.x or ",".join(X_AXES)).split(",") if a.strip()]
     if not axes or any(a not in X_AXES for a in axes):
         parser.error(f"--x {args.x!r}: expected a comma-separated list of {', '.join(X_AXES)}")
     folders = [run_folder(r) for r in args.runs]
@@ -83,7 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         if out.suffix.lower() != ".png":
             raise MetricsError(f"--out {out}: plot.py writes PNG images; give a name ending in .png")
         title = args.title if args.title is not None else (curves[0].label if len(curves) == 1 else None)
-        plot_curves([c for c in curves if len(c)], out, axes, title=title)
+        if len(folders) == 1 and args.x is None:  # one run: the loss curve pretrain.py writes as loss.png
+            from storygpt.plot import loss_figure, metrics_path, read_metrics, save_png
+
+            save_png(loss_figure(read_metrics(metrics_path(folders[0])), title=title), out)
+        else:
+            plot_curves([c for c in curves if len(c)], out, axes, title=title)
     except (FileNotFoundError, MetricsError, OSError) as e:
         print(f"plot.py: error: {e}", file=sys.stderr)
         return 2

@@ -235,7 +235,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         if args.dry_run:
             return dry_run(args)
-        with stop.catching(on_first=lambda s: log("stopping: finishing the step, then writing a checkpoint")):
+        # run as a process (argv None): after a stop, a second signal must not kill it while it logs and exits
+        stopping = lambda s: log("stopping: finishing the step, then writing a checkpoint")  # noqa: E731
+        with stop.catching(on_first=stopping, until_exit=argv is None):
             return session(args, explicit, dist, stop)
     except RunError as e:
         raise SystemExit(f"pretrain.py: error: {e}") from None

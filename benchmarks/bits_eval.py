@@ -49,13 +49,14 @@ def main() -> None:
     import torch
 
     from storygpt import load_checkpoint
+    from storygpt.checkpoint import data_dir_of
     from storygpt.evaluate import evaluate_bits, read_documents, take_characters, token_stream, window_nats
     from storygpt.runtime import fastest_threads, usable_cores
 
     default_threads = torch.get_num_threads()
     for path in args.checkpoints:
         model, tok, ckpt = load_checkpoint(path, device="cpu")
-        text = Path(args.text) if args.text else Path(ckpt["data_dir"]) / "valid.txt"
+        text = Path(args.text) if args.text else data_dir_of(ckpt, path) / "valid.txt"
         docs = take_characters(read_documents(text), args.chars or None)
         block = model.config.block_size
 
@@ -100,11 +101,13 @@ def sets_attribution(args) -> None:
     from storygpt.compare.charloss import count_words
     from storygpt.compare.measure import Text, measure_text
     from storygpt.compare.sets import block_sums, set_intervals
-    from storygpt.evalsets import default_groups, heldout_work_names
+    from storygpt.data.evalsets import default_groups, heldout_work_names
     from storygpt.evaluate import evaluate_bits, read_documents, take_characters
 
     models = [load_checkpoint(p, device="cpu") for p in args.checkpoints]
-    data_dir = Path(args.text).parent if args.text else Path(models[0][2]["data_dir"])
+    from storygpt.checkpoint import data_dir_of
+
+    data_dir = Path(args.text).parent if args.text else data_dir_of(models[0][2], args.checkpoints[0])
     text_path = Path(args.text) if args.text else data_dir / "valid.txt"
     docs = take_characters(read_documents(text_path), args.chars or None)
     names = heldout_work_names(data_dir, len(docs))

@@ -5,6 +5,7 @@
 #   3. train:   a word-level and a BPE model, both with rotary positions         pretrain.py
 #   4. compare: bits per character of both on the same held-out text            bits.py
 #   5. sample:  a story from each                                               sample.py
+#   then the run summary table (scripts/run_summary.py, from each run's summary.json)
 #
 # Usage:  bash scripts/main_job.sh [--minutes N] [--quick] [--help]
 #         MINUTES=1 bash scripts/main_job.sh          # a quick look (1 minute per model)
@@ -127,6 +128,9 @@ for ck in "$WORD_CK" "$BPE_CK"; do
 done
 
 step "done"
+echo "Run summary (scripts/run_summary.py; pretrain.py's held-out figures, on its first held-out characters):"
+python scripts/run_summary.py "${RUNS[@]}"
+echo
 ACTIVATE="${VIRTUAL_ENV:-$ROOT/.venv}/bin/activate"
 cat <<EOF
 Runs (each folder: ckpt.pt latest, best.pt best held-out bits/char, metrics.jsonl, summary.json, loss.png):

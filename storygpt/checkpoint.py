@@ -12,6 +12,10 @@ A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
                   folder other than "/" (so a moved clone keeps working), else absolute;
                   data_abs: the absolute folder at save time (the fallback)
 
+    trained       how far the run had got when the file was written (:func:`training_record`): steps,
+                  tokens, flops, warmup_steps, evals, under_trained (why, or None); absent in files
+                  from before it (:func:`trained_of` then reads what they hold)
+
 ``best.pt`` holds only these (plus ``step`` and ``val_bpc``).  ``ckpt.pt`` adds the
 training state: ``optimizer``, ``scaler`` (float16 only), ``state``
 (storygpt.train.loop.TrainState.to_dict(): step, tokens, chars, flops, time, RNG
@@ -124,6 +128,48 @@ def model_record(model, meta: dict) -> dict:
         "tokenizer": meta["tokenizer"],
         **{k: meta[k] for k in ("spec", "slug", "corpus", "data", "data_abs")},
     }
+
+
+#: A run with fewer held-out evaluations than this is under-trained: its curve says nothing (compare.py's rule).
+MIN_EVALS = 3
+
+
+def under_trained_reason(steps: int, warmup_steps: int | None, evals: int) -> str | None:
+    """Why a run of ``steps`` optimizer steps and ``evals`` held-out evaluations is under-trained (it never
+    left its learning-rate warm-up, or has fewer than :data:`MIN_EVALS` evaluations), or None when it is not.
+    compare.py marks such runs and never names them best; bits.py and pretrain.py say so too."""
+    reasons = []
+    if warmup_steps is not None and steps < warmup_steps:
+        reasons.append(f"{steps:,} steps, fewer than its {warmup_steps:,} warm-up steps")
+    if evals < MIN_EVALS:
+        reasons.append(f"{evals} held-out evaluation{'s' if evals != 1 else ''}, fewer than {MIN_EVALS}")
+    return "; ".join(reasons) or None
+
+
+def training_record(state: dict, warmup_steps: int | None) -> dict:
+    """The ``trained`` entry of a checkpoint from a TrainState dict (``step``, ``tokens``, ``flops``, ``history``)."""
+    steps, evals = int(state["step"]), len(state.get("history") or ())
+    return {
+        "steps": steps,
+        "tokens": int(state["tokens"]),
+        "flops": float(state["flops"]),
+        "warmup_steps": warmup_steps,
+        "evals": evals,
+        "under_trained": under_trained_reason(steps, warmup_steps, evals),
+    }
+
+
+def trained_of(ckpt: dict) -> dict | None:
+    """A checkpoint's ``trained`` entry; for a file from before it, the same from a ckpt.pt's training state,
+    or ``{"steps": step}`` alone from a best.pt (None when nothing is known)."""
+    if isinstance(ckpt.get("trained"), dict):
+        return ckpt["trained"]
+    state, args = ckpt.get("state"), ckpt.get("args") or {}
+    if isinstance(state, dict) and "step" in state and "tokens" in state and "flops" in state:
+        return training_record(state, args.get("warmup_steps"))
+    if isinstance(ckpt.get("step"), int):
+        return {"steps": ckpt["step"]}
+    return None
 
 
 def training_checkpoint(record: dict, optimizer, scaler, state: dict, args: dict, optim: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Plots of training runs and of tokenizer comparisons, written as PNG files.
+"""Plots of training runs (loss curves), written as PNG files; a comparison's plots: storygpt.compare.plots.
 
 Everything is drawn on a bare :class:`matplotlib.figure.Figure` with the Agg
 canvas (no pyplot, no display, no global state), so the functions can be called
@@ -12,8 +12,9 @@ held-out loss in bits per character (``val_bpc``) at a number of FLOPs
 (``elapsed``).  Bits per character, unlike nats per token, is on one scale
 for every tokenizer, so runs with different tokenizers share the axes.
 
-``pretrain.py`` is meant to call :func:`write_loss_png` after each evaluation to
-refresh ``RUN/loss.png``.
+``pretrain.py`` calls :func:`write_loss_png` after each evaluation to refresh
+``RUN/loss.png``: one run's loss curve (:func:`loss_figure`, the ``"step"`` rows'
+training loss and the held-out bits per character against steps and wall time).
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ def run_curve(run_dir: str | os.PathLike, label: str | None = None) -> Curve:
         FileNotFoundError: ``run_dir`` or its metrics.jsonl is missing (named).
         MetricsError: malformed metrics.jsonl.
     """
+    return eval_curve(read_metrics(metrics_path(run_dir)), label or Path(run_dir).name)
+
+
+def metrics_path(run_dir: str | os.PathLike) -> Path:
+    """``RUN/metrics.jsonl``, checked.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` or its metrics.jsonl is missing (named).
+    """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run folder")
@@ -149,7 +159,7 @@ def run_curve(run_dir: str | os.PathLike, label: str | None = None) -> Curve:
             else ""
         )
         raise FileNotFoundError(f"{path}: no such file{hint}")
-    return eval_curve(read_metrics(path), label or run_dir.name)
+    return path
 
 
 def labels_for(folders: Sequence[str | os.PathLike]) -> list[str]:
@@ -160,7 +170,7 @@ def labels_for(folders: Sequence[str | os.PathLike]) -> list[str]:
     return [f"{f.parent.name}/{n}" if names.count(n) > 1 else n for f, n in zip(folders, names, strict=True)]
 
 
-def _canvas():
+def canvas():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -178,7 +188,7 @@ def save_png(fig, path: str | os.PathLike) -> Path:
     return path
 
 
-def _use_log(values: Sequence[float], span: float = 10.0) -> bool:
+def use_log(values: Sequence[float], span: float = 10.0) -> bool:
     """True when every value is positive and the largest is at least ``span`` times the smallest
     (over less than a decade a logarithmic axis has no labelled major tick)."""
     if not values or not all(math.isfinite(v) and v > 0 for v in values):
@@ -218,82 +228,6 @@ def linear_ticks(axis) -> None:
     axis.set_major_formatter(EngFormatter(sep=" "))
 
 
-def colours_for(labels: Sequence[str]) -> dict[str, str]:
-    """One colour per label (a tokenizer SPEC), in order, kept across every plot of a report."""
-    return {lab: f"C{i % 10}" for i, lab in enumerate(dict.fromkeys(labels))}
-
-
-def style_curves(curves: Sequence[Curve], results: Sequence, colours: dict[str, str]) -> list[Curve]:
-    """One curve per tokenizer and budget: the mean over its seeds (``results[i]`` belongs to ``curves[i]``)
-    with a band from the lowest to the highest seed, its tokenizer's colour, dashed when under-trained,
-    dotted when lossy.  Seeds are lined up by evaluation (equal budgets evaluate at the same steps); the
-    mean is taken over the evaluations every seed has."""
-    groups: dict[tuple, list] = {}
-    for c, r in zip(curves, results):
-        if len(c):
-            groups.setdefault((r.budget_value, r.spec), []).append((c, r))
-    several_budgets = len({b for b, _ in groups}) > 1
-    out = []
-    for (budget, spec), members in groups.items():
-        n = min(len(c) for c, _ in members)
-        cs = [c for c, _ in members]
-        mean = lambda key: [sum(getattr(c, key)[i] for c in cs) / len(cs) for i in range(n)]  # noqa: E731
-        label = spec + (f" @{short_number(budget)}" if several_budgets and budget else "")
-        under = any(r.under_trained for _, r in members)
-        lossy = any(r.lossy for _, r in members)
-        label += " (under-trained)" if under else ""
-        label += " (lossy)" if lossy else ""
-        curve = Curve(label, step=cs[0].step[:n], flops=mean("flops"), chars=mean("chars"), elapsed=mean("elapsed"))
-        curve.bpc = mean("bpc")
-        curve.color = colours.get(spec)
-        curve.linestyle = ":" if lossy else "--" if under else "-"
-        if len(cs) > 1:
-            curve.band_low = [min(c.bpc[i] for c in cs) for i in range(n)]
-            curve.band_high = [max(c.bpc[i] for c in cs) for i in range(n)]
-        out.append(curve)
-    return out
-
-
-def plot_sweep(sw, path: str | os.PathLike, colours: dict[str, str], title: str | None = None) -> Path:
-    """Final bits/char against training FLOPs per tokenizer over the budgets of a sweep (storygpt.analysis.Sweep):
-    the mean at each budget with a bar from the lowest to the highest seed, the fitted curve where there is one
-    (dashed, only over the compute it was fitted on), crossovers as grey vertical lines; under-trained or lossy
-    points hollow."""
-    import numpy as np
-
-    from storygpt.stats import PowerLawFit
-
-    fig = _canvas()
-    ax = fig.subplots()
-    xs_all = []
-    for spec, gs in sw.series.items():
-        color = colours.get(spec)
-        x = [g.flops for g in gs]
-        y = [g.mean for g in gs]
-        lo = [g.mean - min(g.bpc) for g in gs]
-        hi = [max(g.bpc) - g.mean for g in gs]
-        xs_all += x
-        ax.errorbar(x, y, yerr=[lo, hi], color=color, linestyle="-", linewidth=1, capsize=3, label=spec)
-        for g, xi, yi in zip(gs, x, y):
-            hollow = not g.eligible
-            ax.scatter([xi], [yi], s=30, zorder=3, edgecolors=color, facecolors="white" if hollow else color)
-        fit = sw.fits.get(spec)
-        if isinstance(fit, PowerLawFit) and not fit.at_bound:  # a fit at the edge of its range is not drawn
-            cs = np.geomspace(fit.c_min, fit.c_max, 100)
-            ax.plot(cs, fit(cs), color=color, linestyle="--", linewidth=1)
-    for _a, _b, _lo, _hi, c in sw.crossovers:
-        ax.axvline(c, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xscale("log")
-    log_ticks(ax.xaxis)
-    ax.set_xlabel("training FLOPs")
-    ax.set_ylabel("final " + BPC_LABEL)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", title="hollow: under-trained or lossy; dashed: fit", title_fontsize="x-small")
-    if title:
-        ax.set_title(title)
-    return save_png(fig, path)
-
-
 def plot_curves(
     curves: Sequence[Curve],
     path: str | os.PathLike,
@@ -328,7 +262,7 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
             raise ValueError(f"unknown x axis {a!r}; expected one of {', '.join(X_AXES)}")
     if not any(len(c) for c in curves):
         raise ValueError("nothing to plot: no run has an evaluation with held-out bits per character yet")
-    fig = _canvas()
+    fig = canvas()
     fig.set_size_inches(max(6.4, 4.2 * len(axes) + 0.6), 4.4)
     panels = fig.subplots(1, len(axes), sharey=True, squeeze=False)[0]
     for ax, key in zip(panels, axes):
@@ -343,7 +277,7 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
             )
             if c.band_low is not None and c.band_high is not None:
                 ax.fill_between(xs, c.band_low, c.band_high, color=color, alpha=0.2, linewidth=0)
-        if log and _use_log(xs_all, span=3.0):
+        if log and use_log(xs_all, span=3.0):
             ax.set_xscale("log")
             log_ticks(ax.xaxis)
         else:
@@ -357,87 +291,140 @@ def curves_figure(curves: Sequence[Curve], axes: Sequence[str] = ("flops", "char
     return fig
 
 
-def plot_points(
-    labels: Sequence[str],
-    xs: Sequence[float],
-    ys: Sequence[float],
-    path: str | os.PathLike,
-    *,
-    xlabel: str,
-    ylabel: str,
-    title: str | None = None,
-    logx: bool = True,
-    colours: Sequence[str] | None = None,
-) -> Path:
-    """:func:`points_figure` written to the PNG ``path``; returns ``path``."""
-    fig = points_figure(labels, xs, ys, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx, colours=colours)
-    return save_png(fig, path)
+@dataclass
+class TrainCurve:
+    """Training loss of one run at each optimizer step (the ``"step"`` rows of metrics.jsonl).
+
+    Attributes:
+        step, elapsed, flops: as in :class:`Curve`.
+        loss: training loss, nats per token (the batch mean of the step).
+        bpc: the same loss in bits per character of training text: ``loss / ln 2 / (chars / tokens)``
+            (the training split's characters per token; NaN where the row has no characters).
+    """
+
+    step: list[int] = field(default_factory=list)
+    elapsed: list[float] = field(default_factory=list)
+    flops: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    bpc: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.step)
 
 
-def points_figure(
-    labels: Sequence[str],
-    xs: Sequence[float],
-    ys: Sequence[float],
-    *,
-    xlabel: str,
-    ylabel: str,
-    title: str | None = None,
-    logx: bool = True,
-    colours: Sequence[str] | None = None,
-):
-    """A scatter plot with every point labelled (e.g. final bits/char against vocabulary size).
+def train_curve(rows: Sequence[dict]) -> TrainCurve:
+    """The ``"step"`` rows with a finite ``loss``, by step (a step logged twice by a resumed run: the later row)."""
+    by_step: dict[int, dict] = {}
+    for row in rows:
+        loss = row.get("loss")
+        if row.get("kind") == "step" and isinstance(loss, (int, float)) and math.isfinite(loss):
+            by_step[int(row.get("step", 0))] = row
+    c = TrainCurve()
+    for step in sorted(by_step):
+        row = by_step[step]
+        tokens, chars = float(row.get("tokens") or 0), float(row.get("chars") or 0)
+        c.step.append(step)
+        c.elapsed.append(float(row.get("elapsed", math.nan)))
+        c.flops.append(float(row.get("flops", math.nan)))
+        c.loss.append(float(row["loss"]))
+        c.bpc.append(float(row["loss"]) / math.log(2) / (chars / tokens) if tokens > 0 and chars > 0 else math.nan)
+    return c
 
-    Points whose x or y is not a finite number are left out.  ``logx`` makes
-    the x axis logarithmic (base 2) when every x drawn is positive and they
-    span at least a factor of 4.
+
+def smoothed(values: Sequence[float], window: int) -> list[float]:
+    """The centred moving average of ``values`` over ``window`` points (fewer at the ends): no lag behind a
+    falling loss, as a trailing average would have."""
+    half = max(0, window // 2)
+    sums = [0.0]
+    for v in values:
+        sums.append(sums[-1] + v)
+    out = []
+    for i in range(len(values)):
+        lo, hi = max(0, i - half), min(len(values), i + half + 1)
+        out.append((sums[hi] - sums[lo]) / (hi - lo))
+    return out
+
+
+def loss_figure(rows: Sequence[dict], title: str | None = None):
+    """The loss curve of one run, as a nanoGPT user reads it: training loss and held-out bits per character
+    against optimizer steps (top axis: training FLOPs), and the same against wall time.
+
+    The training loss is drawn in bits per character of training text (nats per token / ln 2 / characters
+    per token), on the held-out scale; a faint line per step and, past 20 steps, its moving average.  The
+    held-out evaluations are points joined by a line.
 
     Returns:
-        A matplotlib ``Figure`` (Agg canvas) with one axes; point ``i`` is its collection ``i``.
+        A matplotlib ``Figure``; ``axes[0]`` (steps) and ``axes[1]`` (seconds) hold the training line(s)
+        first and the held-out line last.
 
     Raises:
-        ValueError: the three sequences differ in length, or no point is finite.
+        ValueError: the rows have neither a training step nor an evaluation to draw.
     """
-    if not len(labels) == len(xs) == len(ys):
-        raise ValueError(f"plot_points: {len(labels)} labels, {len(xs)} x values and {len(ys)} y values")
-    colours = list(colours) if colours is not None else [f"C{i % 10}" for i in range(len(labels))]
-    keep = [
-        (lab, float(x), float(y), col)
-        for lab, x, y, col in zip(labels, xs, ys, colours)
-        if x is not None and y is not None and math.isfinite(float(x)) and math.isfinite(float(y))
-    ]
-    if not keep:
-        raise ValueError("nothing to plot: no point has finite coordinates")
-    fig = _canvas()
-    ax = fig.subplots()
-    for lab, x, y, col in keep:
-        ax.scatter([x], [y], color=col, zorder=3)
-        ax.annotate(lab, (x, y), textcoords="offset points", xytext=(5, 5), fontsize="small")
-    if logx and _use_log([x for _, x, _, _ in keep], span=4.0):
-        from matplotlib.ticker import FuncFormatter
+    train, held = train_curve(rows), eval_curve(rows, "held-out")
+    if not len(train) and not len(held):
+        raise ValueError("nothing to plot: no training step or evaluation in the metrics yet")
+    fig = canvas()
+    fig.set_size_inches(10.4, 4.4)
+    panels = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
+    window = max(1, len(train) // 20)
+    for ax, key in zip(panels, ("step", "elapsed")):
+        xs = getattr(train, key)
+        if len(train):
+            faint = 0.35 if window > 1 else 1.0
+            ax.plot(xs, train.bpc, color="C0", linewidth=1, alpha=faint, label="training loss")
+            if window > 1:
+                ax.plot(
+                    xs,
+                    smoothed(train.bpc, window),
+                    color="C0",
+                    linewidth=1.8,
+                    label=f"training loss, mean of {window} steps",
+                )
+        ax.plot(getattr(held, key), held.bpc, color="C3", marker="o", markersize=4, linewidth=1.8, label="held-out")
+        if key == "step":
+            linear_ticks(ax.xaxis)
+        else:  # seconds: plain numbers (SI prefixes would print 300 ms as "300 m")
+            from matplotlib.ticker import MaxNLocator
 
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # 1,024 rather than 2^10
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    ax.margins(x=0.15, y=0.15)
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.grid(True, alpha=0.3)
+    panels[0].set_xlabel("optimizer steps")
+    panels[1].set_xlabel("wall time (s)")
+    panels[0].set_ylabel("bits per character")
+    panels[0].legend(fontsize="small")
+    flops_per_step = _per_step(train.step or held.step, train.flops or held.flops)
+    if flops_per_step:
+        from matplotlib.ticker import EngFormatter, MaxNLocator
+
+        top = panels[0].secondary_xaxis("top", functions=(lambda s: s * flops_per_step, lambda f: f / flops_per_step))
+        top.set_xlabel("training FLOPs")
+        top.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        top.xaxis.set_major_formatter(EngFormatter(sep=" "))
     if title:
-        ax.set_title(title)
+        fig.suptitle(title)
     return fig
 
 
+def _per_step(steps: Sequence[int], flops: Sequence[float]) -> float | None:
+    """Training FLOPs per optimizer step (the last row's ratio; every step costs the same), or None."""
+    if steps and flops and steps[-1] > 0 and math.isfinite(flops[-1]) and flops[-1] > 0:
+        return flops[-1] / steps[-1]
+    return None
+
+
 def write_loss_png(run_dir: str | os.PathLike) -> Path | None:
-    """Refresh ``RUN/loss.png`` from ``RUN/metrics.jsonl``: held-out bits/char vs FLOPs, characters, time.
+    """Refresh ``RUN/loss.png`` from ``RUN/metrics.jsonl``: :func:`loss_figure` (training loss and held-out
+    bits per character against steps and wall time).
 
     Meant to be called by the training loop after each evaluation (cheap: one
     small figure).  Returns the PNG's path, or None (and writes nothing) while
-    the run has no evaluation with bits per character yet.
+    the run has neither a training step nor an evaluation.
 
     Raises:
         FileNotFoundError, MetricsError: as :func:`run_curve`.
     """
     run_dir = Path(run_dir)
-    curve = run_curve(run_dir)
-    if not len(curve):
+    rows = read_metrics(metrics_path(run_dir))
+    if not len(train_curve(rows)) and not len(eval_curve(rows, "")):
         return None
-    return plot_curves([curve], run_dir / "loss.png", title=run_dir.name)
+    return save_png(loss_figure(rows, title=run_dir.name), run_dir / "loss.png")

@@ -200,8 +200,8 @@ class StopFlag:
 
     Ctrl-C, ``kill``, ``timeout`` and a scheduler's preemption all ask the run to stop; the training
     loop finishes the step it is in, writes a checkpoint and exits 130.  A second signal (or a third)
-    changes nothing: the checkpoint being written is completed.  ``kill -9`` cannot be caught; a
-    killed run resumes from its last checkpoint.
+    changes nothing: the checkpoint being written is completed, and (with ``until_exit``) the process
+    still logs and exits 130.  ``kill -9`` cannot be caught; a killed run resumes from its last checkpoint.
     """
 
     def __init__(self) -> None:
@@ -214,8 +214,13 @@ class StopFlag:
         self.signum = signum
 
     @contextlib.contextmanager
-    def catching(self, on_first=None) -> Iterator[StopFlag]:
-        """Install the handlers (main thread only; elsewhere Python delivers no signals)."""
+    def catching(self, on_first=None, until_exit: bool = False) -> Iterator[StopFlag]:
+        """Install the handlers (main thread only; elsewhere Python delivers no signals).
+
+        The previous handlers come back when the block ends, unless ``until_exit`` and a stop was asked:
+        the process is then on its way out, and a later signal must not kill it before it exits (a tool's
+        ``main`` run as a process passes True; a call inside another program leaves it False).
+        """
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
@@ -230,8 +235,9 @@ class StopFlag:
         try:
             yield self
         finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
+            if not (until_exit and self):
+                for s, h in previous.items():
+                    signal.signal(s, h)
 
 
 def setup(device_name: str, dtype_name: str, threads: int | None, dist: Dist, log):

@@ -87,7 +87,8 @@ def signal_at(arg: str) -> None:
 
     POINT: ``step`` (as step STEP begins, after the loop's look at the stop flag: the signal arrives during
     the step), ``eval`` (as the evaluation at step STEP begins: it is cut short after its first batch),
-    ``save`` (while ckpt.pt of step STEP is written: after its bytes, before the rename).
+    ``save`` (while ckpt.pt of step STEP is written: after its bytes, before the rename), ``exit`` (as
+    pretrain.py logs "interrupted: checkpoint written at step STEP", on its way out).
     ACTION: ``INT``, ``TERM``, ``TERM2`` (two SIGTERMs), ``KILL``.
     """
     import os
@@ -111,7 +112,10 @@ def signal_at(arg: str) -> None:
             os.kill(os.getpid(), sig)
             time.sleep(0.01)  # let the handler run before the next one arrives
 
+    from storygpt.train import runfolder
+
     real_step, real_evaluate, real_save = loop.train_step, loop.evaluate, loop.save_checkpoint
+    real_log = runfolder.log_master
 
     def train_step(r, live, lr):
         fire("step", live.state.step + 1)
@@ -125,7 +129,13 @@ def signal_at(arg: str) -> None:
         step = ckpt.get("state", {}).get("step")
         return real_save(path, ckpt, during_write=lambda: fire("save", step))
 
+    def log_master(msg):
+        if msg.startswith("interrupted: checkpoint written at step "):
+            fire("exit", int(msg.split()[5]))
+        return real_log(msg)
+
     loop.train_step, loop.evaluate, loop.save_checkpoint = train_step, evaluate, save_checkpoint
+    runfolder.log_master = log_master  # before pretrain.py imports it
 
 
 @fault
@@ -209,7 +219,7 @@ def record_tools(arg: str) -> None:
 
     import fake_runs  # beside this file (the folder of the script run is on sys.path)
 
-    from storygpt import toolrun
+    from storygpt.compare import toolrun
 
     def recorder(cmd, log, verbose, follow=None, bar=None):
         tool = Path(cmd[1]).name
@@ -225,7 +235,7 @@ def record_tools(arg: str) -> None:
 def tool_fails(arg: str) -> None:
     """compare.py: every tool it runs fails at once with exit status 1, after writing ``lots of output`` and
     then the line ``ARG`` (its one-line error) to its log."""
-    from storygpt import toolrun
+    from storygpt.compare import toolrun
 
     def failing(cmd, log, verbose, follow=None, bar=None):
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -238,16 +248,16 @@ def tool_fails(arg: str) -> None:
 @fault
 def read_only_report(arg: str) -> None:
     """compare.py: the reports folder refuses files (the tests run as root, so a folder's mode cannot):
-    storygpt.report.write_report fails with EACCES on its first temporary file."""
+    storygpt.compare.report.write_report fails with EACCES on its first temporary file."""
     import errno
     import os
 
-    import storygpt.report
+    import storygpt.compare.report
 
     def read_only(report_dir, *a, **k):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(report_dir / ".report.md.x.tmp"))
 
-    storygpt.report.write_report = read_only
+    storygpt.compare.report.write_report = read_only
 
 
 def main(argv: list[str]) -> None:

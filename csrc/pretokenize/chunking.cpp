@@ -27,10 +27,12 @@ void split_chunks_parallel(std::string_view data, Pattern pattern, int threads, 
     });
     // Stitch: segment k's chunks are exact from a true boundary `start` up to
     // kWindowMargin before its view's end (all of them if the view reaches
-    // the end of the text); the first of them at or after the next segment's
-    // start that is also a boundary of the next segment (or that start
-    // itself) is a true boundary from which the next segment's chunks are
-    // exact.
+    // the end of the text); the first of them at or after both `start` and
+    // the next segment's start that is also a boundary of the next segment
+    // (or that start itself) is a true boundary from which the next
+    // segment's chunks are exact. With small segments `start` can lie past
+    // the next segment's start: searching from there keeps `start` from
+    // moving backwards (which wrote chunk ends twice).
     const size_t first = ends.size();
     size_t start = 0;
     for (size_t k = 0; k < n_segments; ++k) {
@@ -45,7 +47,7 @@ void split_chunks_parallel(std::string_view data, Pattern pattern, int threads, 
         const std::vector<size_t>& next = part[k + 1];
         size_t sync = SIZE_MAX;
         size_t j = 0;  // next's boundaries: next_start, then next[0], next[1], ...
-        for (size_t h = std::lower_bound(here.begin(), here.end(), next_start) - here.begin();
+        for (size_t h = std::lower_bound(here.begin(), here.end(), std::max(start, next_start)) - here.begin();
              h < here.size() && here[h] <= exact_until; ++h) {
             if (here[h] == next_start) {
                 sync = next_start;

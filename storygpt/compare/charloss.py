@@ -8,7 +8,7 @@ Why this rule: byte-level tokens may end inside a character (a Chinese character
 "per character" needs a rule that works below the character; spreading by bytes is exact there and
 adds up to the token's loss, so the per-character losses add up to the model's total (bits per
 character is unchanged).  Putting all of a token's loss on its last character (as the bootstrap blocks
-of storygpt/heldout.py do, where it does not matter) would give the first letter of every word that
+of storygpt/compare/heldout.py do, where it does not matter) would give the first letter of every word that
 starts a multi-character token nothing, so "word start against the rest" would only measure where
 tokens end.  Spreading evenly still assigns a token's cost to all of its characters alike: inside
 one token no model says which character was hard (SuperBPE, arXiv 2503.13423, compares tokens, not

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from storygpt.compare.stats import LN2
 from storygpt.evaluate import BitsResult
-from storygpt.stats import LN2
 
 
 @dataclass
@@ -38,6 +39,22 @@ class Measured:
     set_figures: dict[str, dict]
     char_nats: np.ndarray | None = None
     exact: bool | None = None
+
+
+def texts_of(documents=None, source: Path | None = None, named: bool = True, eval_sets=()) -> list[Text]:
+    """bits.py's texts: one per ``--eval`` set (storygpt.data.evalsets.EvalSet, one set each), else one text of
+    ``documents`` from ``source`` cut into sets by document (the held-out works' names when ``named`` and
+    data.py recorded them beside ``source``)."""
+    from storygpt.data.evalsets import default_groups, heldout_work_names
+
+    if eval_sets:
+        return [
+            Text(s.name, s.documents, [(s.name, list(range(len(s.documents))))], [s.name] * len(s.documents))
+            for s in eval_sets
+        ]
+    names = heldout_work_names(source.parent, len(documents)) if named else None
+    doc_names = [names[i] if names else f"doc-{i + 1}" for i in range(len(documents))]
+    return [Text(source.name, list(documents), default_groups(len(documents), names), doc_names)]
 
 
 def set_figures(tokenizer: Any, text: Text, token_nats: np.ndarray) -> dict[str, dict]:

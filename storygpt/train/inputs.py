@@ -120,6 +120,20 @@ def chars_per_token(data_dir: Path, slug: str, train_tokens: int) -> float:
         raise RunError(f"{stats} is missing and so is a readable train.txt ({e}); run data.py again") from None
 
 
+def data_command(data_dir: Path, spec) -> str:
+    """The data.py command line that writes the token files of SPEC ``spec`` into ``data_dir``
+    (``python data.py --bpe`` for the default corpus folder and ``bpe:8192``)."""
+    words = ["python data.py"]
+    if data_dir.name == "tinystories":
+        words.append("--corpus tinystories")
+    elif data_dir.name != "shakespeare":
+        words.append(f"--train-file FILE --name {data_dir.name}")
+    if data_dir.parent.absolute() != Path("data").absolute():
+        words.append(f"--out {show(data_dir.parent)}")
+    words.append("--bpe" if str(spec) == "bpe:8192" else f"--tokenizer {spec}")
+    return " ".join(words)
+
+
 def load_data(data_dir: Path, spec, block_size: int):
     """The tokenizer and memmapped training tokens of SPEC ``spec`` in ``data_dir``.
 
@@ -130,15 +144,18 @@ def load_data(data_dir: Path, spec, block_size: int):
     from storygpt.checkpoint import load_tokenizer
     from storygpt.data import read_tokens
 
+    if data_dir.is_file():
+        raise RunError(f"--data {show(data_dir)}: is a file, not a folder (give the corpus folder data.py wrote)")
     if not data_dir.is_dir():
-        what = "is a file, not a folder" if data_dir.exists() else "no such folder"
-        raise RunError(f"--data {show(data_dir)}: {what} (give the corpus folder data.py wrote, e.g. data/shakespeare)")
+        raise RunError(
+            f"--data {show(data_dir)}: no such folder; run `{data_command(data_dir, spec)}` first to write it"
+        )
     slug = spec.slug
     tok_path, train_path = data_dir / f"tokenizer-{slug}.json", data_dir / f"train-{slug}.bin"
     if not tok_path.is_file():
         have = sorted(p.name[len("tokenizer-") : -len(".json")] for p in data_dir.glob("tokenizer-*.json"))
         hint = f"; it holds the token files of: {', '.join(have)} (pass --tokenizer with one of those)" if have else ""
-        raise RunError(f"{show(tok_path)} not found; run `python data.py --tokenizer {spec}` to write it{hint}")
+        raise RunError(f"{show(tok_path)} not found; run `{data_command(data_dir, spec)}` to write it{hint}")
     try:
         tokenizer = load_tokenizer(tok_path)
         train = read_tokens(train_path, tokenizer)

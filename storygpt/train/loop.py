@@ -350,7 +350,9 @@ def save(r: Run, live: Live, best: bool) -> None:
     state.rng = gather_rng(r, live)  # collective
     if not r.dist.master:
         return
-    record = checkpoint.model_record(r.model, r.meta)
+    now = {"step": state.step, "tokens": state.tokens, "flops": state.flops, "history": state.history}
+    trained = checkpoint.training_record(now, r.hyper.warmup_steps)
+    record = {**checkpoint.model_record(r.model, r.meta), "trained": trained}
     path = r.files.ckpt
     try:
         save_checkpoint(

@@ -52,16 +52,17 @@ def os_reason(e: OSError) -> str:
 # -------------------------------------------------------------------- lock
 @contextlib.contextmanager
 def locked(files: RunFiles, master: bool):
-    """Create the run folder and hold its lock while inside (rank 0 only); an empty new folder is removed."""
+    """Create the run folder and hold its lock while inside (rank 0 only); an empty new folder is removed,
+    and so are the empty folders above it made for it (a refused first run leaves no ``checkpoints/NAME/``)."""
     if not master:
         yield
         return
-    existing = files.folder
+    existing, new = files.folder.absolute(), []
     while not existing.exists() and existing != existing.parent:
+        new.append(existing)
         existing = existing.parent
     if not existing.is_dir():
-        raise RunError(f"cannot create the run folder {show(files.folder)}: {existing} is a file, not a folder")
-    created = not files.folder.exists()
+        raise RunError(f"cannot create the run folder {show(files.folder)}: {show(existing)} is a file, not a folder")
     try:
         files.folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -71,8 +72,10 @@ def locked(files: RunFiles, master: bool):
         yield
     finally:
         release_lock(files.lock)
-        if created and not any(files.folder.iterdir()):
-            files.folder.rmdir()
+        for folder in new:  # deepest first, while empty
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
 
 
 def acquire_lock(path: Path) -> None:
@@ -196,6 +199,8 @@ def summary(run, state) -> dict:
     """
     import torch
 
+    from storygpt.checkpoint import under_trained_reason
+
     last = state.history[-1] if state.history else {}
     emb, non_emb = run.params
     m = run.meta
@@ -207,6 +212,9 @@ def summary(run, state) -> dict:
         "steps": state.step,
         **{k: getattr(state, k) for k in ("tokens", "chars", "flops", "elapsed", "train_time")},
         "stop_reason": state.stop_reason,
+        "evals": len(state.history),
+        "warmup_steps": run.hyper.warmup_steps,
+        "under_trained": under_trained_reason(state.step, run.hyper.warmup_steps, len(state.history)),
         "val_loss": last.get("val_loss"),
         "val_bpc": last.get("val_bpc"),
         "best_val_bpc": state.best_bpc if state.best_bpc < math.inf else None,
@@ -235,7 +243,8 @@ def write_summary(files: RunFiles, summary: dict) -> None:
 
 
 def refresh_plot(files: RunFiles, log) -> None:
-    """Redraw RUN/loss.png (held-out bits/char curves); a plot that fails never stops training."""
+    """Redraw RUN/loss.png (training loss and held-out bits/char against steps and time, storygpt.plot);
+    a plot that fails never stops training."""
     from storygpt.plot import write_loss_png
 
     try:

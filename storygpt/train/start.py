@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from storygpt.checkpoint import rng_state, set_rng_state
+from storygpt.checkpoint import MIN_EVALS, rng_state, set_rng_state, under_trained_reason
 from storygpt.cli import show
 from storygpt.model.optim import OptimConfig
 from storygpt.runtime import Dist, StopFlag, autocast_for, fastest_threads
@@ -172,6 +173,69 @@ def warm_up_compiled(r: Run) -> float:
     return time.perf_counter() - t
 
 
+#: pretrain.py's flag of each budget (storygpt.train.loop.Budgets' fields).
+BUDGET_FLAGS = {
+    "minutes": "--minutes",
+    "max_steps": "--max-steps",
+    "tokens": "--budget-tokens",
+    "chars": "--budget-chars",
+    "flops": "--budget-flops",
+}
+
+
+def evals_in(steps: int, eval_interval: int) -> int:
+    """Held-out evaluations of a run of ``steps`` steps: one every ``eval_interval`` steps and one at the end."""
+    return -(-steps // eval_interval)
+
+
+def steps_allowed(r: Run) -> tuple[int, str] | None:
+    """The most optimizer steps the budgets other than ``minutes`` allow (known before training) and the
+    budget that allows them; None with only a time budget."""
+    per_step = {
+        "max_steps": 1,
+        "tokens": r.tokens_per_step,
+        "chars": r.tokens_per_step * r.chars_per_token,
+        "flops": r.tokens_per_step * r.flops_per_token,
+    }
+    known = [
+        (math.ceil(getattr(r.budgets, name) / per - 1e-9), name)
+        for name, per in per_step.items()
+        if getattr(r.budgets, name) is not None
+    ]
+    return min(known) if known else None
+
+
+def under_trained_advice(r: Run, steps: int, budget: str | None) -> str:
+    """What gives the run enough steps and evaluations: a budget scaled up from ``budget`` (which gave
+    ``steps``) to twice the warm-up, and/or a shorter ``--eval-interval``."""
+    h, advice = r.hyper, []
+    want = steps
+    if steps < h.warmup_steps:
+        want = 2 * h.warmup_steps
+        value = getattr(r.budgets, budget, None) if budget else None
+        if budget == "max_steps" or value is None or steps <= 0:
+            advice.append(f"--max-steps {want}")
+        else:
+            advice.append(f"{BUDGET_FLAGS[budget]} {value * want / steps:.3g}")
+    if evals_in(want, h.eval_interval) < MIN_EVALS:
+        advice.append(f"--eval-interval {max(1, want // MIN_EVALS)}")
+    return " and ".join(advice)
+
+
+def warn_if_under_trained_ahead(r: Run, state: TrainState) -> None:
+    """Before training: warn when the budgets already imply an under-trained run (storygpt.checkpoint)."""
+    allowed = steps_allowed(r)
+    if allowed is None:
+        return
+    steps, budget = allowed
+    reason = under_trained_reason(steps, r.hyper.warmup_steps, evals_in(steps, r.hyper.eval_interval))
+    if reason is not None:
+        r.log(
+            f"warning: {BUDGET_FLAGS[budget]} allows about {reason}: the run will be under-trained (its "
+            f"bits/char says little; bits.py and compare.py mark it); {under_trained_advice(r, steps, budget)} would do"
+        )
+
+
 def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool) -> dict:
     """Probe threads, open metrics.jsonl, compile, show progress, run the loop; summary.json's dict + history."""
     from tqdm import tqdm
@@ -202,6 +266,8 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
             f"{threads} thread{'s' if threads != 1 else ''} x {r.dist.world} process{'es' if r.dist.world != 1 else ''}"
             + (f" | resumed at step {state.step}, {state.elapsed:.0f}s spent" if not fresh else "")
         )
+        if not nothing_left:
+            warn_if_under_trained_ahead(r, state)
     if options.compile and not nothing_left:
         seconds = warm_up_compiled(r)
         state.compile_time += seconds
@@ -234,5 +300,10 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
             f"(best {result['best_val_bpc']:.4f}) | {state.elapsed:.0f}s"
             + (f" + {state.compile_time:.0f}s compiling" if state.compile_time else "")
             + f" | {show(r.files.folder)}"
+        )
+    if r.dist.master and result["under_trained"] is not None:
+        r.log(
+            f"warning: under-trained: {result['under_trained']}; its bits/char says little about the tokenizer "
+            f"(bits.py and compare.py mark it); {under_trained_advice(r, state.step, state.stop_reason)} would do"
         )
     return result

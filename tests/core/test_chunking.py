@@ -30,6 +30,17 @@ def test_small_segments_regression():
     assert 19 in got
 
 
+def test_stitch_search_starts_at_the_current_position():
+    # With segments of 16 bytes the previous stitching point can lie past the
+    # next segment's start; the search once began at that start, moved
+    # backwards and wrote the chunk end 44 twice (issue 36, item 14).
+    data = b"\x00[ t\t\t\n\n\r\n  'l" + b"7" * 30 + b"l 've 're 's t tttt"
+    got = _bpe._split_chunks_parallel(data, "gpt4", 2, 16).tolist()
+    assert got == serial_ends(data, "gpt4")
+    assert got == sorted(set(got))
+    assert got.count(44) == 1
+
+
 # Characters that make the patterns look ahead or branch: runs of white space
 # before letters, contractions, digits, punctuation, multi-byte letters.
 _ALPHABET = list(" \n\t'sdtmlvrea1.,!é東\u00a0") + ["  ", "\r\n", "'ll", "'re"]

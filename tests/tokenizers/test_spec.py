@@ -63,3 +63,29 @@ def test_bad_specs(text, words):
 def test_missing_file_slug(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         _ = parse_spec(f"hf:{tmp_path / 'nope.json'}").slug
+
+
+def test_lower_bounds_are_the_trainers():
+    # The bound parse_spec checks (issue 36 item 6) is each trainer's own: one below it is refused by both,
+    # the bound itself is accepted by the SPEC and passes the trainer's check.
+    from storygpt.tokenizers import hf_trained
+    from storygpt.tokenizers.bpe_reference import train as reference_bpe
+    from storygpt.tokenizers.word import WordTokenizer
+
+    trainer_checks = {
+        "bpe": lambda n: reference_bpe("ab ab", n, special_tokens=("<pad>", "<|endoftext|>")),
+        "word": lambda n: WordTokenizer.train(["a b"], n),
+        "unigram": lambda n: hf_trained._check_vocab("unigram", n),
+        "wordpiece": lambda n: hf_trained._check_vocab("wordpiece", n),
+    }
+    for kind, low in [("bpe", 258), ("word", 3), ("unigram", 259), ("wordpiece", 515), ("spm-unigram", 260)]:
+        assert parse_spec(f"{kind}:{low}").vocab_size == low
+        assert parse_spec(kind).with_vocab_size(low).vocab_size == low
+        with pytest.raises(SpecError, match=f"VOCAB={low - 1} is too small: {kind} needs .*at least {low}"):
+            parse_spec(f"{kind}:{low - 1}")
+        with pytest.raises(SpecError, match=f"--vocab-size={low - 1} is too small"):
+            parse_spec(kind).with_vocab_size(low - 1)
+        if kind in trainer_checks:
+            trainer_checks[kind](low)
+            with pytest.raises(ValueError, match="too small|at least"):
+                trainer_checks[kind](low - 1)

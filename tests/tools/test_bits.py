@@ -448,13 +448,27 @@ def test_cli_uniform_model_gives_log2_vocab(corpus, tmp_path):
 
 
 def test_cli_table_and_caveat(corpus):
+    from storygpt import load_checkpoint
+
     rc, out, err = run_bits(corpus["runs"]["word"].parent, corpus["runs"]["bpe"], "--device", "cpu")
     assert rc == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("text: ") and "valid.txt" in lines[0]
     header = lines[1].split()
-    assert header == ["name", "tokenizer", "params", "tokens", "chars/tok", "unk", "rtrip", "bits/char", "bits/byte"]
+    assert header == [
+        *("name", "tokenizer", "vocab", "params", "steps", "FLOPs", "tokens", "chars/tok", "unk", "rtrip"),
+        "bits/char",
+        "bits/byte",
+        "status",
+    ]
     assert lines[3].split()[0] == "word-run" and lines[4].split()[0] == "bpe-run"
+    # files without the record of their training: steps and FLOPs unknown; the word model is lossy
+    # files without a SPEC: KIND:VOCAB
+    for line, kind in ((lines[3], "word"), (lines[4], "bpe")):
+        vocab = load_checkpoint(corpus["runs"][kind], "cpu")[1].vocab_size
+        assert line.split()[1:3] == [f"{kind}:{vocab}", str(vocab)]
+    assert lines[3].split()[4:6] == ["-", "-"] and lines[3].split()[-1] == "lossy"
+    assert lines[4].split()[4:6] == ["-", "-"] and lines[4].split()[-1] == "-"
     assert "does not have to predict" in out  # the word-level caveat
 
 
@@ -546,3 +560,24 @@ def test_bits_text_file_given_as_checkpoint(tiny_run):
     assert rc == 2
     msg = one_error_line(err, "bits.py")
     assert str(tiny_run["src"]) in msg and "not a checkpoint file" in msg and "weights_only" not in msg
+
+
+def test_bits_shows_steps_flops_and_marks_an_under_trained_run(tiny_run):
+    # before: a 2-step run was listed beside long runs with nothing to tell them apart
+    from storygpt.checkpoint import read_checkpoint
+
+    trained = read_checkpoint(tiny_run["ckpt"])["state"]
+    rc, out, err = run_bits(tiny_run["ckpt"], "--no-progress", "--json")
+    assert rc == 0, err
+    row = json.loads(out)["results"][0]
+    assert row["steps"] == trained["step"] == 2 and row["train_flops"] == trained["flops"] > 0
+    assert (
+        row["under_trained"].startswith("2 steps, fewer than its 20 warm-up steps") and row["status"] == "under-trained"
+    )
+    rc, out, err = run_bits(tiny_run["ckpt"], "--no-progress")
+    assert rc == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("learned-bpe-300"))
+    cells = line.split()
+    assert cells[1:3] == ["bpe:300", "300"]  # the SPEC (was: "bpe 300", and tiktoken:gpt2 showed as "bpe 50257")
+    assert cells[-1] == "under-trained" and cells[4] == "2" and cells[5] == f"{trained['flops']:.3g}"
+    assert "note: learned-bpe-300 is under-trained (2 steps, fewer than its 20 warm-up steps" in out

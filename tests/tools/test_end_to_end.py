@@ -8,6 +8,7 @@ script, in a temporary folder.  The install step is skipped
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -88,21 +89,28 @@ def check_output(p, tmp_path):
         assert (tmp_path / "data" / "tiny" / f).is_file()
     for run in ("rope-word-300", "rope-bpe-300"):
         assert (tmp_path / "ck" / "tiny" / run / "best.pt").is_file()
+    # bits.py's table: name, SPEC, vocab, params, steps, FLOPs, tokens, chars/tok, unk, rtrip, bits/char, status
     rows = {
-        m.group(1): m.groups()
-        for m in re.finditer(
-            r"^(rope-(?:word|bpe)-300)\s+(\w+) (\d+)\s+\S+\s+[\d,]+\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$",
-            out,
-            re.M,
-        )
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if re.match(r"^rope-(word|bpe)-300\s+(word|bpe):300\s", line)
     }
     assert set(rows) == {"rope-word-300", "rope-bpe-300"}, out
     bpe, word = rows["rope-bpe-300"], rows["rope-word-300"]
-    assert bpe[1] == "bpe" and word[1] == "word"
-    assert float(bpe[5]) == 1.0  # BPE round-trips every held-out document
-    assert float(word[5]) < 1.0  # the word tokenizer loses the new lines
+    assert bpe[1] == "bpe:300" and word[1] == "word:300"
+    assert bpe[4] == word[4] == "12"  # steps: --max-steps 12
+    assert float(bpe[9]) == 1.0  # BPE round-trips every held-out document
+    assert float(word[9]) < 1.0  # the word tokenizer loses the new lines
     for r in (bpe, word):
-        assert math.isfinite(float(r[6])) and 0 < float(r[6]) < 20
+        assert math.isfinite(float(r[10])) and 0 < float(r[10]) < 20
+    assert " ".join(bpe[11:]) == "under-trained" and " ".join(word[11:]) == "under-trained, lossy"  # 12 < 20 warm-up
+    # the run summary table at the end, from each run's summary.json
+    summary = out[out.index("Run summary") :]
+    for run in ("rope-word-300", "rope-bpe-300"):
+        s = json.loads((tmp_path / "ck" / "tiny" / run / "summary.json").read_text())
+        row = f"| `{tmp_path / 'ck' / 'tiny' / run}` | {s['params']:,} | 12 | {s['tokens']:,} |"
+        assert row in summary and f"| {s['best_val_bpc']:.4f} |" in summary, summary
+        assert f"under-trained: {tmp_path / 'ck' / 'tiny' / run}: 12 steps, fewer than its 20 warm-up steps" in summary
     samples = re.findall(r"^-----\n(.*?)\n-----$", out, re.M | re.S)
     assert len(samples) == 2 and all(s.startswith("Tom saw") for s in samples), out
     assert "What to run next" in out and str(tmp_path / "ck" / "tiny" / "rope-bpe-300") in out
@@ -140,3 +148,29 @@ def test_main_job_runs_again_without_deleting_anything(tiny):
     # bad settings are refused before anything runs
     p, _ = main_job(tiny, MINUTES="0")
     assert p.returncode == 2 and "MINUTES" in p.stderr
+
+
+def _run_summary():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_summary", ROOT / "scripts" / "run_summary.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_run_summary_table_of_a_real_run(tiny_run, tmp_path, capsys):
+    # before: the main job ended without the table the README shows; now scripts/run_summary.py prints it
+    rs = _run_summary()
+    run = tiny_run["ckpt"].parent
+    s = json.loads((run / "summary.json").read_text())
+    assert rs.main([str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| run | parameters | steps | tokens seen |") and lines[1].startswith("|---|")
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    want = [f"`{run}`", f"{s['params']:,}", f"{s['steps']:,}", f"{s['tokens']:,}", f"{s['tokens_per_sec']:,.0f}"]
+    assert cells == [*want, f"{s['val_loss']:.4f}", f"{s['best_val_bpc']:.4f}"]
+    assert lines[3] == f"under-trained: {run}: {s['under_trained']}"  # a 2-step run
+    assert rs.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"run_summary.py: error: {tmp_path / 'summary.json'}: no such file")

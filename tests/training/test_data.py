@@ -267,6 +267,27 @@ def test_demo_and_report(prepared):
     assert all(d["decoded"] == d["text"] for d in bpe_demo)  # byte-level: lossless
 
 
+def test_demo_tokens_are_text_for_every_kind_and_untrained_kinds_are_read(prepared, tmp_path):
+    # before: unigram pieces showed in GPT-2's byte alphabet ('Ġupo') while BPE's showed as text (' upo'),
+    # and data.py reported a "train tokenizer" time for tiktoken:, which is not trained
+    pytest.importorskip("tokenizers", reason="tokenizers not installed (pip install .[test])")
+    from storygpt.data.prepare import Corpus, format_report, prepare
+
+    _, corpus, stats = prepared
+    uni = prepare("unigram:300", Corpus("uni", corpus.train, corpus.valid, "x"), tmp_path, progress=False)
+    for s in (uni, stats["bpe"]):
+        for d in s["demo"]:
+            assert "".join(d["tokens"]) == d["text"]  # lossless kinds: the pieces spell the text
+            assert not any("\u0120" in p for p in d["tokens"])  # no byte-alphabet 'Ġ'
+        assert "train tokenizer" in format_report(s) and s["train_seconds"] is not None
+    assert any(p.startswith(" ") for p in uni["demo"][0]["tokens"])
+    byte = prepare("byte", Corpus("byte", corpus.train, corpus.valid, "x"), tmp_path, progress=False)
+    report = format_report(byte)
+    assert "train tokenizer" not in report and "read tokenizer" in report
+    assert byte["train_seconds"] is None and byte["load_seconds"] is not None
+    assert byte["demo"][0]["tokens"][:4] == ["O", "n", "c", "e"]
+
+
 def test_data_py_subprocess(tmp_path):
     """data.py end to end on a tiny --train-file (BPE), as a user runs it."""
     _tokenizers()

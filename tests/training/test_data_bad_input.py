@@ -199,3 +199,43 @@ def test_data_warns_when_the_held_out_file_is_the_training_file(tiny_run, tmp_pa
     assert done.returncode == 0, done.stderr
     warning = rf"^data.py: warning: --valid-file {re.escape(src)} is the --train-file: the held-out figures will"
     assert re.search(warning, done.stderr, re.MULTILINE), done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, named, low",
+    [
+        (["--tokenizer", "bpe:100"], "VOCAB=100", 258),
+        (["--bpe", "--vocab-size", "257"], "--vocab-size=257", 258),
+        (["--tokenizer", "word:1"], "VOCAB=1", 3),
+        (["--tokenizer", "word", "--vocab-size", "2"], "--vocab-size=2", 3),
+        (["--tokenizer", "unigram:258"], "VOCAB=258", 259),
+        (["--tokenizer", "wordpiece:514"], "VOCAB=514", 515),
+        (["--tokenizer", "spm-unigram:259"], "VOCAB=259", 260),
+        (["--tokenizer", "spm-bpe:5"], "VOCAB=5", 260),
+    ],
+)
+def test_data_small_vocab_size_is_refused_before_anything_is_written(tiny_run, tmp_path, args, named, low):
+    # before: bpe:100 and word:1 wrote OUT/NAME/train.txt and valid.txt, then the trainer refused
+    out = tmp_path / "o"
+    done = call_tool("data", "--train-file", tiny_run["src"], "--out", out, "--quiet", *args)
+    assert done.returncode == 2
+    msg = one_error_line(done.stderr, "data.py")
+    assert named in msg and "is too small" in msg and f"(at least {low})" in msg
+    assert not out.exists()
+
+
+def test_offline_tinystories_leaves_no_empty_download_folder(tmp_path, monkeypatch):
+    # before: data/downloads/tinystories/ stayed behind, empty, after the download failed
+    import urllib.error
+    import urllib.request
+
+    def offline(*a, **k):
+        raise urllib.error.URLError("network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    (tmp_path / "data").mkdir()
+    done = call_tool("data", "--corpus", "tinystories", "--tokenizer", "byte", "--quiet", cwd=tmp_path)
+    assert done.returncode == 1
+    msg = one_error_line(done.stderr, "data.py")
+    assert "cannot download" in msg and "network is unreachable" in msg
+    assert list(tmp_path.rglob("*")) == [tmp_path / "data"]

@@ -100,6 +100,49 @@ def test_pretrain_loss_falls_and_writes_the_run_folder(tmp_path):
     assert not model.training and tok.to_dict() == word_tokenizer().to_dict()
 
 
+def test_an_under_trained_run_is_warned_about_and_recorded(tmp_path):
+    # before: 16 steps of a 20-step warm-up trained silently, and bits.py ranked the run beside long ones
+    data = make_corpus(tmp_path)
+    m = run(data, tmp_path / "ck", "--max-steps", "3", "--warmup-steps", "4", "--eval-interval", "2")
+    out = m["stdout"].splitlines()
+    ahead = [x for x in out if x.startswith("warning: --max-steps allows about 3 steps")]
+    assert len(ahead) == 1 and "fewer than its 4 warm-up steps; 2 held-out evaluations, fewer than 3" in ahead[0]
+    assert "--max-steps 8" in ahead[0]
+    end = [x for x in out if x.startswith("warning: under-trained: ")]
+    assert len(end) == 1 and out.index(end[0]) > out.index(ahead[0])
+    reason = "3 steps, fewer than its 4 warm-up steps; 2 held-out evaluations, fewer than 3"
+    assert m["under_trained"] == reason and m["evals"] == 2 and m["warmup_steps"] == 4
+    for name in ("ckpt.pt", "best.pt"):
+        trained_record = read_checkpoint(m["folder"] / name)["trained"]
+        assert trained_record["steps"] == (3 if name == "ckpt.pt" else trained_record["steps"])
+        assert trained_record["under_trained"] is not None and trained_record["warmup_steps"] == 4
+    ck = read_checkpoint(m["folder"] / "ckpt.pt")["trained"]
+    assert ck == {"steps": 3, "tokens": 3 * 8 * 16, "flops": m["flops"], "warmup_steps": 4, "evals": 2} | {
+        "under_trained": reason
+    }
+    # enough steps and evaluations: no warning, nothing recorded
+    m = run(data, tmp_path / "ck2", "--max-steps", "6", "--warmup-steps", "2", "--eval-interval", "2")
+    assert "warning" not in m["stdout"] and m["under_trained"] is None and m["evals"] == 3
+    assert read_checkpoint(m["folder"] / "ckpt.pt")["trained"]["under_trained"] is None
+
+
+def test_trained_of_reads_checkpoints_from_before_the_record():
+    from storygpt.checkpoint import trained_of
+
+    history = [{"step": 2}, {"step": 4}]
+    old_ckpt = {"state": {"step": 4, "tokens": 512, "flops": 1e9, "history": history}, "args": {"warmup_steps": 20}}
+    assert trained_of(old_ckpt) == {
+        "steps": 4,
+        "tokens": 512,
+        "flops": 1e9,
+        "warmup_steps": 20,
+        "evals": 2,
+        "under_trained": "4 steps, fewer than its 20 warm-up steps; 2 held-out evaluations, fewer than 3",
+    }
+    assert trained_of({"step": 7, "val_bpc": 2.0}) == {"steps": 7}  # an old best.pt
+    assert trained_of({"model": {}}) is None
+
+
 def test_heldout_bits_agree_with_evaluate_bits(tmp_path):
     """The training-time held-out figure is bits.py's measurement of the same characters."""
     from storygpt.evaluate import evaluate_bits, read_documents, take_characters

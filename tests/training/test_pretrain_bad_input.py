@@ -6,6 +6,7 @@ but for test_pretrain_refuses_bad_seed_and_learning_rates: real processes, the c
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 
@@ -73,6 +74,35 @@ def test_pretrain_data_folder_missing_or_a_file(tiny_run):
     # before: "<file>/tokenizer-bpe.json not found" for a --data that is not a folder at all
     for bad, what in ((tiny_run["root"] / "nope", "no such folder"), (tiny_run["corpus"] / "train.txt", "is a file")):
         assert_error(rf"^pretrain.py: error: --data {bad}: {what}", refused(*tiny_argv(bad, tiny_run["root"] / "ck2")))
+
+
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        ([], "python data.py --tokenizer word:10000"),
+        (["--bpe"], "python data.py --bpe"),
+        (["--tokenizer", "bpe:512"], "python data.py --tokenizer bpe:512"),
+        (["--data", "data/tinystories", "--tokenizer", "byte"], "python data.py --corpus tinystories --tokenizer byte"),
+        (["--data", "corpora/mine", "--bpe"], "python data.py --train-file FILE --name mine --out corpora --bpe"),
+    ],
+)
+def test_pretrain_before_data_says_which_data_command_to_run(tmp_path, argv, command):
+    # before: "--data data/shakespeare: no such folder (give the corpus folder data.py wrote, e.g.
+    # data/shakespeare)", the missing folder itself; and an empty checkpoints/shakespeare/ was left behind
+    err = refused(*argv, "--minutes", "1", cwd=tmp_path)
+    data = argv[argv.index("--data") + 1] if "--data" in argv else "data/shakespeare"
+    assert_error(rf"^pretrain.py: error: --data {data}: no such folder; run `{re.escape(command)}` first", err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_run_leaves_no_empty_run_folders(tiny_run, tmp_path):
+    # before: the run folder was removed but not checkpoints/CORPUS/ made for it
+    out = tmp_path / "checkpoints"
+    refused(*tiny_argv(tiny_run["corpus"], out, "--n-head", "5", "--max-steps", "1"))
+    assert not out.exists()
+    (out / "keep").mkdir(parents=True)
+    refused(*tiny_argv(tiny_run["corpus"], out, "--n-head", "5", "--max-steps", "1"))
+    assert [p.name for p in out.iterdir()] == ["keep"]
 
 
 def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(tiny_run, tmp_path):

@@ -86,6 +86,7 @@ def assert_identical(a: Path, b: Path):
         ["step@3:INT", "step@9:INT"],  # Ctrl-C twice in one run's life
         ["eval@8:TERM"],  # during an evaluation (before: that evaluation was lost)
         ["save@4:TERM2"],  # two SIGTERMs while ckpt.pt is written (before: a traceback, no checkpoint)
+        ["step@6:TERM,exit@6:TERM"],  # a second SIGTERM on the way out (before: killed, exit -15)
     ],
 )
 def test_interrupted_and_resumed_equals_uninterrupted(corpus, reference, tmp_path, hooks):
@@ -93,6 +94,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(corpus, reference, tmp_pat
     for i, hook in enumerate(hooks):
         done = train_process(corpus, run_dir, *(["--resume"] if i else []), hook=hook)
         assert done.returncode == 130, done.stderr
+        assert "interrupted: checkpoint written at step" in done.stdout
         assert not (run_dir / "lock").exists()
     step = int(hooks[-1].split("@")[1].split(":")[0])
     assert torch.load(run_dir / "ckpt.pt", weights_only=True)["state"]["step"] == step

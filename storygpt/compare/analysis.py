@@ -1,7 +1,7 @@
 """What a tokenizer comparison concludes from its runs: seeds, intervals, a winner or none, sweeps, fits.
 
-Works on :class:`storygpt.report.RunResult` rows (one per tokenizer x budget x seed) and uses
-:mod:`storygpt.stats` for the numbers.  A run is **eligible** to be named best when it is neither
+Works on :class:`storygpt.compare.report.RunResult` rows (one per tokenizer x budget x seed) and uses
+:mod:`storygpt.compare.stats` for the numbers.  A run is **eligible** to be named best when it is neither
 under-trained (fewer optimizer steps than its warm-up, or fewer than :data:`MIN_EVALS` evaluations) nor
 lossy (a held-out document that does not round-trip, or a ``<unk>`` token).
 """
@@ -14,15 +14,43 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from storygpt import stats
+from storygpt.checkpoint import MIN_EVALS as _MIN_EVALS
+from storygpt.compare import stats
 
 #: A run with fewer held-out evaluations than this is under-trained (its curve says nothing).
-MIN_EVALS = 3
+MIN_EVALS = _MIN_EVALS  # one rule with pretrain.py and bits.py (storygpt.checkpoint)
+#: The kinds of budget: compare.py's argument -> (flag, metrics.jsonl key, words).  A run's budget label
+#: (``flops1e12``, settings.budget_label) starts with the short name in :data:`SHORT`.
+BUDGETS = {
+    "budget_flops": ("--budget-flops", "flops", "training FLOPs"),
+    "budget_chars": ("--budget-chars", "chars", "training characters"),
+    "budget_tokens": ("--budget-tokens", "tokens", "training tokens"),
+    "minutes": ("--minutes", "elapsed", "minutes of wall time"),
+}
+SHORT = {"budget_flops": "flops", "budget_chars": "chars", "budget_tokens": "tokens", "minutes": "minutes"}
 #: Bootstrap replicates and interval level of the report.
 REPLICATES = 10_000
 LEVEL = 0.95
 #: The intrinsic measures set beside the measured bits/char (bits.json fields).
 INTRINSIC = ("chars_per_token", "renyi_efficiency", "vocab_used_share", "mean_token_bytes")
+
+
+def budget_kind(label: str | None) -> str:
+    """The key of :data:`BUDGETS` of a budget label (``flops1e12 -> budget_flops``; FLOPs when empty)."""
+    label = label or "flops"
+    return next((key for key, short in SHORT.items() if label.startswith(short)), "minutes")
+
+
+def budget_to_train(value: float, steps: float, warmup: int | None, evals: int | None = None) -> float | None:
+    """The budget that trains a run that got ``steps`` optimizer steps (and ``evals`` evaluations) from
+    ``value``: about twice its warm-up steps (at least :data:`MIN_EVALS`), and :data:`MIN_EVALS` evaluations
+    at its evaluation spacing; None when ``value`` already does (budgets scale steps linearly)."""
+    factor = 1.0
+    if warmup is not None and steps < warmup:
+        factor = max(2 * warmup, MIN_EVALS) / max(steps, 1e-9)
+    if evals is not None and evals < MIN_EVALS:
+        factor = max(factor, MIN_EVALS / max(evals, 1))
+    return value * factor if factor > 1 else None
 
 
 @dataclass
@@ -62,6 +90,11 @@ class Group:
     def eligible(self) -> bool:
         return not (self.under_trained or self.lossy)
 
+    def budget_to_train(self) -> float | None:
+        """The budget at which every seed of an under-trained group is trained (:func:`budget_to_train`)."""
+        need = [budget_to_train(r.budget_value, r.steps, r.warmup_steps, r.evals) for r in self.runs if r.budget_value]
+        return max((n for n in need if n is not None), default=None)
+
     def block_matrix(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(nats: seeds x blocks, characters per block), or None when a run has no block losses or the
         runs' blocks differ."""
@@ -96,14 +129,38 @@ class Verdict:
     winner: str | None = None
     tied: list = field(default_factory=list)  # eligible specs the intervals cannot tell from the best
     ineligible: list = field(default_factory=list)
+    unfair: list = field(default_factory=list)  # under-trained groups that leave no fair verdict (see verdict)
+    budget_needed: float | None = None  # the budget at which they would be trained
+
+
+def unfair_groups(budget_groups: Sequence[Group]) -> list[Group]:
+    """The under-trained (lossless) groups without which no run can fairly be named best: those with a lower
+    mean than the lowest eligible one, or all of them when they leave fewer than two eligible groups (a run
+    left alone is best only because the others were excluded).  Lossy groups are never best, trained or not."""
+    under = [g for g in budget_groups if g.under_trained and not g.lossy]
+    eligible = [g for g in budget_groups if g.eligible]
+    if not under or not eligible:
+        return []
+    if len(eligible) < 2:
+        return under
+    low = min(g.mean for g in eligible)
+    return [g for g in under if g.mean < low]
 
 
 def verdict(budget_groups: Sequence[Group], replicates: int = REPLICATES) -> Verdict:
-    """The conclusion at one budget (the groups of that budget)."""
+    """The conclusion at one budget (the groups of that budget): none (``unfair``, ``budget_needed``) when
+    an under-trained run would decide it (:func:`unfair_groups`)."""
     eligible = [g for g in budget_groups if g.eligible]
     v = Verdict(budget_groups[0].budget if budget_groups else math.nan, None)
     v.ineligible = [g.spec for g in budget_groups if not g.eligible]
+    unfair = unfair_groups(budget_groups)
+    if unfair:  # no run is named best because another was excluded
+        v.unfair = [g.spec for g in sorted(unfair, key=lambda g: g.mean)]
+        v.budget_needed = max((n for n in (g.budget_to_train() for g in unfair) if n is not None), default=None)
+        return v
     if not eligible:
+        under = [n for n in (g.budget_to_train() for g in budget_groups if g.under_trained) if n is not None]
+        v.budget_needed = max(under, default=None)
         return v
     best = min(eligible, key=lambda g: g.mean)
     v.best = best

@@ -5,7 +5,7 @@ them).  Most tests build run folders by hand (tests/fake_runs.py: summary.json, 
 pretrain.py and bits.py write them, docs/design.md) and run compare.py with a fault of tests/tool_faults.py
 in place of its subprocess runner (``record_tools`` records each command
 and leaves fake files, ``tool_fails``), so no model is trained.  The pure helpers are tested from
-storygpt.comparison.  One test runs the real pipeline (data.py -> pretrain.py -> bits.py) on a tiny corpus;
+storygpt.compare.settings.  One test runs the real pipeline (data.py -> pretrain.py -> bits.py) on a tiny corpus;
 it needs pretrain.py --tokenizer and --budget-flops and data.py --tokenizer.
 """
 
@@ -26,7 +26,7 @@ import pytest
 from conftest import REPO, call_tool, one_error_line, run_tool, tool_parser
 from fake_runs import FLOPS, write_fake_run
 
-from storygpt.comparison import (
+from storygpt.compare.settings import (
     CompareError,
     Settings,
     budget_label,
@@ -42,6 +42,7 @@ from storygpt.model.recipes import RECIPES
 
 pytest.importorskip("matplotlib")
 
+sys.path.insert(0, str(REPO / "tests" / "tools"))  # test_bits.py lives with the tools' tests
 import test_bits as kit  # noqa: E402  (make_run, story_docs, write_docs)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -164,7 +165,9 @@ def test_report_and_nothing_rerun(layout):
     assert v["best"] == v["winner"] == "bpe:512" and v["ineligible"] == ["word:200"]
     assert v["intervals"]["byte"]["low"] == pytest.approx(0.18) == v["intervals"]["byte"]["high"]
     md = (rep / "report.md").read_text()
-    assert "**Lowest held-out bits per character: `bpe:512`** (2.4300)" in md
+    where = "at 1e11 training FLOPs, 3 layers, width 96 (336k non-embedding parameters), recipe modern"
+    assert f"**Lowest held-out bits per character {where}: `bpe:512`** (2.4300)" in md
+    assert "- recipe: modern (pretrain.py --recipe" in md
     assert "Never named best here: `word:200`" in md and "What lossy models do not predict" in md
     assert "1 thread x 1 process per run, cpu, float32" in md
     table = [ln for ln in md.splitlines() if ln.startswith("| `") and ln.count("|") > 12]
@@ -238,10 +241,101 @@ def test_under_trained_runs_are_warned_before_training_and_never_best(layout):
     assert warn in out and out.index(warn) < out.index("[1/2]")
     assert "--budget-tokens 8.19e4 would give it about 40 steps" in out
     md = (layout["cwd"] / "reports" / "tiny-tokens2.05e4" / "report.md").read_text()
-    assert "No tokenizer can be named best: every run is under-trained or lossy." in md
+    assert "No tokenizer can be named best at 2.05e4 training tokens, 3 layers, width 96 (336k non-embedding " in md
+    assert "recipe modern: every run is under-trained or lossy. About --budget-tokens 8.19e4 would train" in md
     assert md.count("under-trained") >= 3
     assert md.count("no interval (no run can be named best)") == 2  # before: "(no block losses)", which was false
     assert "No tokenizer can be named best" in out  # the console's verdict too
+
+
+WHERE_9E10 = "at 9e10 training FLOPs, 3 layers, width 96 (336k non-embedding parameters), recipe modern"
+
+
+def test_an_under_trained_lower_run_leaves_no_fair_verdict(layout):
+    """Issue 36.1: at 9e10 FLOPs byte gets 20 steps (trained) and bpe:512 19, one short of its 20 warm-up steps
+    (under-trained) with the lower bits/char.  Before: byte was "(best)" and "Only one tokenizer can be named
+    here: `byte`"; now no run is named best, bpe:512 is named with the budget that trains it (9e10 x 40 / 19)."""
+    argv = ["byte", "bpe:512", *layout["argv"][3:]]
+    argv[argv.index("--budget-flops") + 1] = "9e10"
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}")
+    assert done.returncode == 0, done.stderr
+    rep = layout["cwd"] / "reports" / "tiny-flops9e10"
+    (v,) = json.loads((rep / "results.json").read_text())["verdicts"]
+    assert v["best"] is None and v["winner"] is None and v["unfair"] == ["bpe:512"]
+    assert v["budget_needed"] == pytest.approx(9e10 * 40 / 19)
+    md = (rep / "report.md").read_text()
+    sentence = (
+        f"**No fair verdict {WHERE_9E10}**: `bpe:512` (2.4408) is lower but under-trained, so no run is named "
+        "best. About --budget-flops 1.89e11 would train it."
+    )
+    for text in (md, done.stdout):
+        assert sentence in text
+        assert "(best)" not in text and "Only one tokenizer" not in text and "Lowest held-out" not in text
+
+
+def test_a_run_left_alone_by_an_under_trained_one_is_not_best():
+    """Issue 36.1, the other case: the under-trained run is higher, but without it one run is left: no verdict."""
+    from types import SimpleNamespace
+
+    from storygpt.compare import analysis
+
+    def run(spec, bpc, steps):
+        return SimpleNamespace(
+            spec=spec, bits_per_char=bpc, under_trained=steps < 20, lossy=False, steps=steps, warmup_steps=20,
+            evals=5, budget_value=1e11, budget="flops1e11", block_nats=None, block_characters=None,
+        )  # fmt: skip
+
+    gs = analysis.groups([run("byte", 2.6, 30), run("bpe:512", 2.9, 10)])
+    v = analysis.verdict(gs)
+    assert v.best is None and v.unfair == ["bpe:512"] and v.budget_needed == pytest.approx(4e11)
+    gs = analysis.groups([run("byte", 2.6, 30), run("bpe:512", 2.9, 10), run("bpe:520", 2.7, 30)])
+    v = analysis.verdict(gs)  # two trained runs: a fair verdict between them; the higher under-trained one waits
+    assert v.best.spec == "byte" and v.unfair == [] and v.ineligible == ["bpe:512"]
+
+
+def test_every_ranking_names_its_budget_model_recipe_and_the_budgets_where_it_holds(layout):
+    """Issue 36.2: at 9e10 there is no fair verdict, at 2e11 and 4e11 bpe:512 < byte: the order holds at those
+    two budgets of the sweep, and each sentence says so with its budget, model size and recipe."""
+    argv = ["byte", "bpe:512", *layout["argv"][3:]]
+    argv[argv.index("--budget-flops") + 1] = "9e10,2e11,4e11"
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}")
+    assert done.returncode == 0, done.stderr
+    md = (layout["cwd"] / "reports" / "tiny-flops9e10-2e11-4e11" / "report.md").read_text()
+    assert "- recipe: modern (pretrain.py --recipe, docs/training.md)" in md
+    verdicts = [ln for ln in md.splitlines() if ln.startswith(("**Lowest", "**No fair", "No winner", "No tokenizer"))]
+    assert [v.split(":")[0] for v in verdicts] == [
+        f"**No fair verdict {WHERE_9E10}**",
+        f"**Lowest held-out bits per character {WHERE_9E10.replace('9e10', '2e11')}",
+        f"**Lowest held-out bits per character {WHERE_9E10.replace('9e10', '4e11')}",
+    ]
+    holds = "This order (`bpe:512` < `byte`, by mean) holds at budgets 2e11, 4e11 (of 9e10, 2e11, 4e11)."
+    assert md.count(holds) == 2 and done.stdout.count(holds) == 2
+
+
+@pytest.mark.parametrize(
+    "specs, message",
+    [
+        (["bpe:512", "bpe:512"], "bpe:512 is given twice (bpe:512): to train a tokenizer several times use --seeds N"),
+        (["bpe", "byte", "bpe:8192"], "bpe and bpe:8192 are one tokenizer (bpe:8192): to train a tokenizer several"),
+        (["byte"], "byte alone at one budget: nothing to compare it with; give two or more SPECs, or several budgets"),
+        (["byte", "--seeds", "3"], "byte alone at one budget: nothing to compare it with"),
+    ],
+)
+def test_a_repeated_or_lone_spec_is_refused_before_any_work(specs, message, tmp_path):
+    """Issue 36.3: before, bpe:8192 bpe:8192 dropped the repeat and trained 6 minutes to say "nothing to compare
+    it with".  Now one line, exit 2, no tool run, nothing written."""
+    record = tmp_path / "tools.jsonl"
+    err = error_line(compare(tmp_path, *specs, fault=f"record_tools:{record}"))
+    assert err == f"compare.py: error: {message}" or message in err, err
+    assert list(tmp_path.iterdir()) == []  # no tool ran (tools.jsonl), no data/, checkpoints/ or reports/
+
+
+def test_one_spec_at_several_budgets_is_a_comparison(layout):
+    argv = ["bpe:512", *layout["argv"][3:]]
+    argv[argv.index("--budget-flops") + 1] = "1e11,2e11"
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}")
+    assert done.returncode == 0, done.stderr
+    assert [t for t, _ in recorded(layout["record"])].count("pretrain.py") == 2
 
 
 def test_settings_change_makes_new_runs(layout):

@@ -4,7 +4,7 @@ The settings every run shares (:class:`Settings`), the SPECs, the budget and the
 compare.py's arguments, the FLOPs-per-token estimate that spaces the evaluations, the run folders and their
 state (:class:`Run`: refused, finished, measured), the token files data.py leaves and whether they were made
 with other BPE options, and the figures the report is made of (:func:`collect`, :func:`status_line`).
-Problems are :class:`CompareError`, one line each.  compare.py runs the tools (storygpt.toolrun).
+Problems are :class:`CompareError`, one line each.  compare.py runs the tools (storygpt.compare.toolrun).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from storygpt import provenance
 from storygpt.cli import show
-from storygpt.report import ReportError, ReportMeta, result_from_files
-from storygpt.report_tables import duration, human, number, sci
+from storygpt.compare import provenance
+from storygpt.compare.analysis import BUDGETS, SHORT, budget_kind, budget_to_train
+from storygpt.compare.report import ReportError, ReportMeta, result_from_files
+from storygpt.compare.report_tables import duration, human, number, sci
 
 #: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
@@ -34,12 +35,6 @@ EVALS_PER_RUN = 10
 #: pretrain.py's windows per optimizer step when --batch-size is not given (for the estimate only).
 PRETRAIN_BATCH = 16
 #: Budgets: compare.py flag -> (pretrain.py flag, metrics.jsonl key, unit in words).
-BUDGETS = {
-    "budget_flops": ("--budget-flops", "flops", "training FLOPs"),
-    "budget_chars": ("--budget-chars", "chars", "training characters"),
-    "budget_tokens": ("--budget-tokens", "tokens", "training tokens"),
-    "minutes": ("--minutes", "elapsed", "minutes of wall time"),
-}
 #: summary.json stop reasons that mean "the budget is spent" (None: still running or interrupted).
 FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
 
@@ -99,22 +94,36 @@ class Settings:
 
 
 def parse_specs(texts: list[str]) -> list:
-    """Parsed SPECs, in order, duplicates (``bpe`` and ``bpe:8192``) dropped.
+    """Parsed SPECs, in order (:func:`check_compared` refuses a repeated one).
 
     Raises:
         CompareError: an unknown or malformed SPEC (data.py's message).
     """
     from storygpt.tokenizers.spec import SpecError, parse_spec
 
-    specs = []
-    for t in texts:
-        try:
-            s = parse_spec(t)
-        except SpecError as e:
-            raise CompareError(str(e)) from None
-        if s not in specs:
-            specs.append(s)
-    return specs
+    try:
+        return [parse_spec(t) for t in texts]
+    except SpecError as e:
+        raise CompareError(str(e)) from None
+
+
+def check_compared(texts: list[str], specs: list, budgets: list[float], sizes: list | None = None) -> None:
+    """Refuse a comparison with nothing to compare, before any work: a tokenizer given twice (``bpe`` and
+    ``bpe:8192`` are one tokenizer; repeats are ``--seeds``), or one tokenizer at one budget (and one size).
+
+    Raises:
+        CompareError: naming the SPECs.
+    """
+    for i, s in enumerate(specs):
+        if s in specs[:i]:
+            first = texts[specs.index(s)]
+            given = f"{first} is given twice" if first == texts[i] else f"{first} and {texts[i]} are one tokenizer"
+            raise CompareError(f"{given} ({s}): to train a tokenizer several times use --seeds N")
+    if len(specs) == 1 and len(budgets) < 2 and len(sizes or []) < 2:
+        raise CompareError(
+            f"{texts[0]} alone at one budget: nothing to compare it with; give two or more SPECs, or several "
+            "budgets (e.g. --budget-flops 1e12,3e12)"
+        )
 
 
 def parse_budget_list(flag: str, text: str) -> list[float]:
@@ -156,8 +165,7 @@ def budget_of(args) -> tuple[str, list[float]]:
 
 def budget_label(key: str, value: float) -> str:
     """``("budget_flops", 6e12) -> "flops6e12"`` (for folder names)."""
-    short = {"budget_flops": "flops", "budget_chars": "chars", "budget_tokens": "tokens", "minutes": "minutes"}[key]
-    return f"{short}{number(value)}"
+    return f"{SHORT[key]}{number(value)}"
 
 
 def corpus_name(args) -> str:
@@ -278,7 +286,7 @@ def budget_warning(
     return (
         f"warning: {spec} gets about {steps:.0f} optimizer steps from {BUDGETS[key][0]} {number(value)}, fewer than "
         f"its {warmup} warm-up steps: it will be marked under-trained and never named best; "
-        f"{BUDGETS[key][0]} {number(value * want / max(steps, 1e-9))} would give it about {want} steps"
+        f"{BUDGETS[key][0]} {number(budget_to_train(value, steps, warmup))} would give it about {want} steps"
     )
 
 
@@ -424,7 +432,7 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
 
 
 def collect(runs: list[Run]):
-    """Each run's :class:`storygpt.report.RunResult` and curve; checks they share the held-out characters."""
+    """Each run's :class:`storygpt.compare.report.RunResult` and curve; checks they share the held-out characters."""
     from storygpt.plot import MetricsError, run_curve
 
     results, curves = [], []
@@ -447,7 +455,7 @@ def collect(runs: list[Run]):
 
 
 def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, root: Path):
-    """The :class:`~storygpt.report.ReportMeta` of a comparison: its settings, held-out text, budget, hardware
+    """The :class:`~storygpt.compare.report.ReportMeta` of a comparison: its settings, held-out text, budget, hardware
     and provenance (``root``: the repository, for its commit), from compare.py's arguments and the results."""
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
@@ -487,6 +495,7 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
         seeds=seeds,
         budgets=budget_values,
         hardware=hardware,
+        recipe=args.recipe,
         argv=argv,
         provenance=env,
     )
@@ -494,8 +503,4 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
 
 def budget_key_of(results) -> str:
     """The budget kind of the report's runs (their label's prefix)."""
-    label = results[0].budget or "flops"
-    for key, short in (("budget_flops", "flops"), ("budget_chars", "chars"), ("budget_tokens", "tokens")):
-        if label.startswith(short):
-            return key
-    return "minutes"
+    return budget_kind(results[0].budget)
