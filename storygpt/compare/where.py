@@ -48,7 +48,9 @@ def sets_section(runs: Sequence[dict]) -> tuple[list[str], dict]:
     tokenizer's difference from the best per set, macro and micro, with paired intervals (seeds resampled).
     Runs without per-set blocks (bits.py --block-chars) are left out."""
     groups = _by_spec(runs)
-    if not all("block_nats" in s for r in runs for s in r["bits"].get("sets", {}).values()) or not runs:
+    if not runs or not all(r["bits"].get("sets") for r in runs):
+        return [], {}
+    if not all("block_nats" in s for r in runs for s in r["bits"]["sets"].values()):
         return [], {}
     best = best_spec(runs)
     names = list(runs[0]["bits"]["sets"])
@@ -257,3 +259,67 @@ def report_sections(runs: Sequence[tuple[str, object, Path]], out_dir: Path, dat
             lines += [*part, ""]
             doc[key] = js
     return "\n".join(lines), doc
+
+
+def write_sections(report_dir: Path, results: Sequence, data_dir: Path | None) -> bool:
+    """Append the sections to ``report_dir/report.md`` and add ``where`` to its results.json (both rewritten
+    atomically), for the runs of the last budget of ``results`` (storygpt.compare.report.RunResult).
+    False when there was nothing to add.
+
+    Raises:
+        ValueError: see :func:`report_sections`.
+    """
+    import json
+
+    from storygpt.atomic import write_text
+
+    if not results:
+        return False
+    last = results[-1].budget
+    runs = [(r.spec, r.seed, Path(r.run_dir)) for r in results if r.budget == last]
+    text, doc = report_sections(runs, Path(report_dir), data_dir)
+    if not text:
+        return False
+    md = Path(report_dir) / "report.md"
+    body = md.read_text(encoding="utf-8")
+    at = body.find("\n## Every run")
+    body = body[: at + 1] + text + "\n" + body[at + 1 :] if at >= 0 else body + "\n" + text
+    write_text(md, body)
+    rj = Path(report_dir) / "results.json"
+    if rj.is_file():
+        full = json.loads(rj.read_text(encoding="utf-8"))
+        full["where"] = doc
+        write_text(rj, json.dumps(full, indent=2) + "\n")
+    return True
+
+
+def plot_bits_per_byte(report_dir: Path, results: Sequence, title: str | None = None) -> Path:
+    """``bpb_vs_vocab.png``: the final held-out bits per byte of each tokenizer (mean over its seeds, last
+    budget; from each run's bits.json) against its vocabulary size (compare.py --bits-per-byte)."""
+    import json
+
+    from storygpt.compare import plots
+
+    last = results[-1].budget
+    groups: dict[str, list] = {}
+    for r in results:
+        if r.budget == last:
+            groups.setdefault(r.spec, []).append(r)
+    bpb = {}
+    for spec, rs in groups.items():
+        vals = []
+        for r in rs:
+            [row] = json.loads((Path(r.run_dir) / "bits.json").read_text(encoding="utf-8"))["results"]
+            vals.append(float(row["bits_per_byte"]))
+        bpb[spec] = float(np.mean(vals))
+    colours = plots.colours_for(list(groups))
+    return plots.plot_points(
+        list(groups),
+        [rs[0].vocab_size for rs in groups.values()],
+        list(bpb.values()),
+        Path(report_dir) / "bpb_vs_vocab.png",
+        xlabel="vocabulary size",
+        ylabel="final held-out bits per byte (mean over seeds)",
+        title=title,
+        colours=[colours[s] for s in groups],
+    )
