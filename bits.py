@@ -68,10 +68,10 @@ columns:
             held-out evaluations: its bits/char says little), lossy (see the
             caveat), or both; as compare.py marks its runs
 
-evaluation sets (--eval NAME=PATH, or by default each held-out work of valid.txt):
-  each set's bits/char and bits/byte, their macro mean (each set weighs the same)
-  and micro mean (all nats over all characters). --text FILE is one text whose
-  documents are its sets. One forward pass per model per text either way.
+evaluation sets: each held-out work (document) of valid.txt or --text, and each
+  --eval NAME=PATH file: each set's bits/char and bits/byte, their macro mean
+  (each set weighs the same) and micro mean (all nats over all characters). The
+  table's figures are the held-out text's. One forward pass per model per text.
 
 --diff A B: A's bits minus B's, split by character class, position in a word,
   the word's frequency in the training text (frequent >= 100, rare, unseen), by
@@ -354,13 +354,13 @@ RANGES = {
 
 
 def texts_to_measure(args, loaded, eval_sets):
-    """The texts every checkpoint is measured on (storygpt.compare.measure.Text) and the source shown."""
+    """The texts every checkpoint is measured on (storygpt.compare.measure.Text): the held-out text (--text or
+    valid.txt, its documents its sets) first, then each --eval set; and the source shown."""
     from storygpt.compare.measure import texts_of
 
-    if eval_sets:
-        return texts_of(eval_sets=eval_sets), ", ".join(f"{s.name}={s.path}" for s in eval_sets)
     docs, source = load_text(args, loaded)
-    return texts_of(docs, Path(source), named=not args.text), source
+    texts = texts_of(docs, Path(source), named=not args.text) + texts_of(eval_sets=eval_sets)
+    return texts, ", ".join([source, *(f"{s.name}={s.path}" for s in eval_sets)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -374,8 +374,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not args.checkpoints and not args.diff:
         parser.error("give at least one checkpoint (or --diff A B)")
-    if args.eval and args.text:
-        parser.error("give --text FILE or --eval NAME=PATH, not both (--eval text=FILE names --text's file)")
     if args.save_losses and (len(args.checkpoints) != 1 or args.diff):
         parser.error(f"--save-losses {args.save_losses}: give exactly one checkpoint (and no --diff)")
     if args.html and not args.diff:
@@ -398,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint, trained_of
         from storygpt.cli import show
-        from storygpt.compare.measure import add_set_blocks, combine, measure_text, save_losses
+        from storygpt.compare.measure import add_set_blocks, measure_text, save_losses
         from storygpt.compare.sections import (
             diff_section,
             format_extras,
@@ -424,8 +422,8 @@ def main(argv: list[str] | None = None) -> int:
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
         texts, source = texts_to_measure(args, loaded, eval_sets)
-        n_chars = sum(count_characters(t.documents) for t in texts)
-        n_docs = sum(len(t.documents) for t in texts)
+        n_chars = count_characters(texts[0].documents)
+        n_docs = len(texts[0].documents)
         set_names = [name for t in texts for name, _ in t.sets]
         if args.json != "-":
             print(
@@ -456,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             measured = [measure_text(model, tok, t, per_character=per_char, progress=progress, **kw) for t in texts]
             if isinstance(progress, ProgressBar):
                 progress.close()
-            res = combine([m.result for m in measured])
+            res = measured[0].result  # the held-out text; the --eval sets are in "sets" and the means
             if not math.isfinite(res.bits_per_character):
                 print(f"warning: {name}: bits per character is not finite", file=sys.stderr)
             sets = {k: v for m in measured for k, v in m.set_figures.items()}
@@ -485,16 +483,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.block_chars is not None:
                 from storygpt.compare.heldout import block_losses, intrinsic_measures
 
-                all_docs = [d for t in texts for d in t.documents]
-                blocks = [
-                    block_losses(tok, t.documents, m.token_nats, args.block_chars) for t, m in zip(texts, measured)
-                ]
+                blocks = block_losses(tok, texts[0].documents, measured[0].token_nats, args.block_chars)
                 rows[-1].update(
                     block_chars=args.block_chars,
-                    block_nats=[x for b in blocks for x in b.nats],
-                    block_characters=[x for b in blocks for x in b.chars],
-                    blocks_exact=all(b.exact for b in blocks),
-                    **{k: v for k, v in intrinsic_measures(tok, all_docs).items() if k != "chars_per_token"},
+                    block_nats=blocks.nats,
+                    block_characters=blocks.chars,
+                    blocks_exact=blocks.exact,
+                    **{k: v for k, v in intrinsic_measures(tok, texts[0].documents).items() if k != "chars_per_token"},
                 )
                 add_set_blocks(sets, texts, measured, args.block_chars)
             if args.save_losses:

@@ -47,7 +47,7 @@ def texts_of(documents=None, source: Path | None = None, named: bool = True, eva
     data.py recorded them beside ``source``)."""
     from storygpt.data.evalsets import default_groups, heldout_work_names
 
-    if eval_sets:
+    if documents is None:
         return [
             Text(s.name, s.documents, [(s.name, list(range(len(s.documents))))], [s.name] * len(s.documents))
             for s in eval_sets

@@ -15,9 +15,9 @@ def add_arguments(ap) -> None:
         "--eval",
         action="append",
         metavar="NAME=PATH",
-        help="measure on this named evaluation set (a UTF-8 file of documents separated by lines "
-        "'<|endoftext|>'); repeat for more sets (each gets its figure, plus their macro and micro means). "
-        "Default: valid.txt, each held-out work its own set",
+        help="also measure on this named evaluation set (a UTF-8 file of documents separated by lines "
+        "'<|endoftext|>'); repeatable. The held-out text (valid.txt or --text) stays the main figure, its "
+        "documents (held-out works) its sets; every set gets its figure, plus their macro and micro means",
     )
     g.add_argument(
         "--diff",

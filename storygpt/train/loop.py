@@ -303,17 +303,14 @@ def evaluate(r: Run, live: Live) -> bool:
     row["val_loss"] = nats / r.heldout.tokens
     row["val_bpc"] = nats / (LN2 * r.heldout.characters)
     row["val_bpb"] = nats / (LN2 * r.heldout.bytes)
-    sets = set_figures(r.heldout, got[1:]) if not r.heldout.extra else {}
+    sets = set_figures(r.heldout, got[1:])
     for h, x in zip(r.heldout.extra, extra):
         sets |= set_figures(h, x[1:])
     if sets:
         row["sets"] = sets
         row["sets_macro_bpc"] = float(np.mean([s["val_bpc"] for s in sets.values()]))
-        if r.heldout.extra:
-            chars = sum(h.characters for h in r.heldout.extra)
-            row["sets_micro_bpc"] = sum(x[0] for x in extra) / (LN2 * chars)
-        else:
-            row["sets_micro_bpc"] = row["val_bpc"]
+        chars = r.heldout.characters + sum(h.characters for h in r.heldout.extra)
+        row["sets_micro_bpc"] = (nats + sum(x[0] for x in extra)) / (LN2 * chars)
     if live.metrics is not None:
         live.metrics.write(row)
     state.history.append({**row, "train_loss": tl})

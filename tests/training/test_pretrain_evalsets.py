@@ -28,7 +28,8 @@ def test_eval_sets_and_bits_per_byte_in_metrics(tmp_path):
     assert ev["val_bpb"] == pytest.approx(ref.nats / (math.log(2) * count_bytes(valid)), rel=1e-5)
     docs = read_documents(extra)
     want = evaluate_bits(model, tok, docs, block_size=16)
-    assert list(ev["sets"]) == ["cats"]
+    assert list(ev["sets"]) == ["doc-1", "cats"]  # the held-out slice's one document, then --eval's set
+    assert ev["sets"]["doc-1"]["val_bpc"] == pytest.approx(ev["val_bpc"], rel=1e-9)
     assert ev["sets"]["cats"]["characters"] == len(docs[0]) + 1 + len(docs[1])
     assert ev["sets"]["cats"]["val_bpc"] == pytest.approx(want.bits_per_character, rel=1e-5)
     assert ev["sets"]["cats"]["val_bpb"] == pytest.approx(want.bits_per_byte, rel=1e-5)
