@@ -62,9 +62,21 @@ columns:
   unk       share of predicted tokens that are <unk> (0 for BPE)
   rtrip     share of documents with decode(encode(doc)) == doc
   bits/char bits per character (lower is better)
+  bits/byte bits per UTF-8 byte of the same text (bytes counted like characters:
+            every byte of every document + 1 per boundary; never the tokenizer's)
   status    ok, under-trained (fewer steps than its warm-up or fewer than 3
             held-out evaluations: its bits/char says little), lossy (see the
             caveat), or both; as compare.py marks its runs
+
+evaluation sets: each held-out work (document) of valid.txt or --text, and each
+  --eval NAME=PATH file: each set's bits/char and bits/byte, their macro mean
+  (each set weighs the same) and micro mean (all nats over all characters). The
+  table's figures are the held-out text's. One forward pass per model per text.
+
+--diff A B: A's bits minus B's, split by character class, position in a word,
+  the word's frequency in the training text (frequent >= 100, rare, unseen), by
+  document and by set; a token's loss is spread evenly over its UTF-8 bytes (see
+  docs/bits.md). Per-set differences get paired bootstrap intervals.
 """
 
 
@@ -83,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "checkpoints",
-        nargs="+",
+        nargs="*",
         metavar="CKPT",
         help="checkpoint files (checkpoints/RUN/best.pt or ckpt.pt) or run folders (best.pt is used, else ckpt.pt)",
     )
@@ -93,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure on this UTF-8 file (documents separated by lines '<|endoftext|>') instead of the "
         "validation split <data_dir>/valid.txt of the corpus the checkpoints were trained on",
     )
+    from storygpt.compare.sections import add_arguments
+
+    add_arguments(ap)
     ap.add_argument(
         "--chars",
         type=int,
@@ -280,6 +295,7 @@ def format_table(rows: list[dict]) -> str:
         "unk",
         "rtrip",
         "bits/char",
+        "bits/byte",
         "status",
     ]
     body = []
@@ -297,6 +313,7 @@ def format_table(rows: list[dict]) -> str:
                 f"{r['unknown_share']:.2%}",
                 f"{r['round_trip_share']:.2f}",
                 f"{r['bits_per_character']:.4f}",
+                f"{r['bits_per_byte']:.4f}",
                 r["status"],
             ]
         )
@@ -330,7 +347,23 @@ def pick_threads(model, tok, docs, block_size: int, dtype) -> int:
 
 
 # allowed values (storygpt.cli.check_ranges); --threads 0 and --chars 0 mean "choose" and "all of it"
-RANGES = {"stride": (1, None), "threads": (0, None), "batch_size": (1, None), "chars": (0, None)}
+RANGES = {
+    "stride": (1, None),
+    "threads": (0, None),
+    "batch_size": (1, None),
+    "chars": (0, None),
+    "html_chars": (1, None),
+}
+
+
+def texts_to_measure(args, loaded, eval_sets):
+    """The texts every checkpoint is measured on (storygpt.compare.measure.Text): the held-out text (--text or
+    valid.txt, its documents its sets) first, then each --eval set; and the source shown."""
+    from storygpt.compare.measure import texts_of
+
+    docs, source = load_text(args, loaded)
+    texts = texts_of(docs, Path(source), named=not args.text) + texts_of(eval_sets=eval_sets)
+    return texts, ", ".join([source, *(f"{s.name}={s.path}" for s in eval_sets)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -345,22 +378,45 @@ def main(argv: list[str] | None = None) -> int:
             f"--json {args.json}: not a JSON file name (a checkpoint or a folder); put --json after the "
             "checkpoints to print JSON, or give --json FILE.json"
         )
+    if not args.checkpoints and not args.diff:
+        parser.error("give at least one checkpoint (or --diff A B)")
+    if args.save_losses and (len(args.checkpoints) != 1 or args.diff):
+        parser.error(f"--save-losses {args.save_losses}: give exactly one checkpoint (and no --diff)")
+    if args.html and not args.diff:
+        parser.error("--html colours the difference of --diff A B; give --diff")
     try:
         if args.text and Path(args.text).is_dir():
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
+        from storygpt.compare.perturb import parse_kinds
+        from storygpt.data.evalsets import read_eval_sets
+
+        kinds = parse_kinds(args.perturb)
+        from storygpt.evaluate import take_characters
+
+        n = args.chars if args.chars > 0 else None
+        eval_sets = read_eval_sets(args.eval, lambda docs: take_characters(docs, n))  # before any model loads
         import torch
 
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint, trained_of
         from storygpt.cli import show
-        from storygpt.evaluate import count_characters, evaluate_bits, token_stream
+        from storygpt.compare.measure import add_set_blocks, measure_text, save_losses
+        from storygpt.compare.sections import (
+            diff_section,
+            format_extras,
+            perturb_rows,
+            run_vocab_health,
+            training_word_counts,
+        )
+        from storygpt.data.evalsets import summarize
+        from storygpt.evaluate import count_characters
         from storygpt.runtime import pick_dtype, resolve_device
 
         device = resolve_device(args.device)
         paths = []
-        for p in (resolve_checkpoint(p) for p in args.checkpoints):
+        for p in (resolve_checkpoint(p) for p in [*args.checkpoints, *(args.diff or [])]):
             if all(p.resolve() != q.resolve() for q in paths):  # the same file twice is measured once
                 paths.append(p)
         loaded = {}
@@ -371,11 +427,11 @@ def main(argv: list[str] | None = None) -> int:
             meta["spec"] = ckpt.get("spec")
             loaded[p] = (model, tok, meta)
             del ckpt  # the optimizer state and the rest are not needed
-        docs, source = load_text(args, loaded)
+        texts, source = texts_to_measure(args, loaded, eval_sets)
         if args.task_names:  # --tasks: task scores instead of bits per character of the text
             from storygpt.tasks import tool as task_tool
 
-            report = task_tool.run(args, paths, loaded, docs, source, device, run_name)
+            report = task_tool.run(args, paths, loaded, texts[0].documents, source, device, run_name)
             if args.json == "-":
                 print(json.dumps(report, indent=2))
             else:
@@ -383,15 +439,20 @@ def main(argv: list[str] | None = None) -> int:
                     task_tool.write_json(args.json, report)
                 print(task_tool.format_report(report))
             return 0
-        n_chars = count_characters(docs)
+        n_chars = count_characters(texts[0].documents)
+        n_docs = len(texts[0].documents)
+        set_names = [name for t in texts for name, _ in t.sets]
         if args.json != "-":
             print(
-                f"text: {show(source)}: {n_chars:,} characters in {len(docs):,} document{'s' if len(docs) != 1 else ''}; "
-                f"device {device}",
+                f"text: {show(source)}: {n_chars:,} characters in {n_docs:,} document{'s' if n_docs != 1 else ''}"
+                f"{f', {len(set_names)} sets' if len(set_names) > 1 else ''}; device {device}",
                 flush=True,
             )
-
-        rows = []
+        diff_paths = [resolve_checkpoint(p) for p in args.diff] if args.diff else []
+        diff_paths = [next(q for q in paths if q.resolve() == p.resolve()) for p in diff_paths]
+        per_char = bool(args.diff or kinds or args.block_chars or args.save_losses)
+        kept, rows, perturbed, health = {}, [], [], {}
+        block_chars = args.block_chars or 2000
         for p in paths:
             model, tok, ckpt = loaded[p]
             model.to(device)
@@ -402,31 +463,18 @@ def main(argv: list[str] | None = None) -> int:
             name = run_name(p, paths)
             dtype = pick_dtype(args.dtype, torch.device(device))
             if device == "cpu":
-                torch.set_num_threads(args.threads or pick_threads(model, tok, docs, block_size, dtype))
+                torch.set_num_threads(args.threads or pick_threads(model, tok, texts[0].documents, block_size, dtype))
             progress = None
             if not args.no_progress:
                 progress = ProgressBar(name) if sys.stderr.isatty() else ProgressLines(name)
-            token_nats = None
-            if args.block_chars is not None:
-                import numpy as np
-
-                token_nats = np.zeros(len(token_stream(tok, docs)[0]) - 1)
-            res = evaluate_bits(
-                model,
-                tok,
-                docs,
-                block_size=block_size,
-                stride=stride,
-                batch_size=args.batch_size,
-                device=device,
-                dtype=dtype,
-                progress=progress,
-                token_nats=token_nats,
-            )
+            kw = dict(block_size=block_size, stride=stride, batch_size=args.batch_size, device=device, dtype=dtype)
+            measured = [measure_text(model, tok, t, per_character=per_char, progress=progress, **kw) for t in texts]
             if isinstance(progress, ProgressBar):
                 progress.close()
+            res = measured[0].result  # the held-out text; the --eval sets are in "sets" and the means
             if not math.isfinite(res.bits_per_character):
                 print(f"warning: {name}: bits per character is not finite", file=sys.stderr)
+            sets = {k: v for m in measured for k, v in m.set_figures.items()}
             rows.append(
                 dict(
                     name=name,
@@ -440,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
                     stride=stride or block_size,
                     **res.to_dict(),
                     lossy=is_lossy(res.round_trip_share, res.unknown_share),
+                    sets=sets,
+                    **summarize(sets),
                     steps=ckpt["trained"].get("steps"),
                     train_flops=ckpt["trained"].get("flops"),
                     under_trained=ckpt["trained"].get("under_trained"),
@@ -447,21 +497,59 @@ def main(argv: list[str] | None = None) -> int:
             )
             known = "under_trained" in ckpt["trained"]
             rows[-1]["status"] = status_of(rows[-1]["under_trained"], rows[-1]["lossy"], known)
-            if token_nats is not None:
+            if args.block_chars is not None:
                 from storygpt.compare.heldout import block_losses, intrinsic_measures
 
-                blocks = block_losses(tok, docs, token_nats, args.block_chars)
+                blocks = block_losses(tok, texts[0].documents, measured[0].token_nats, args.block_chars)
                 rows[-1].update(
-                    block_chars=blocks.block_chars,
+                    block_chars=args.block_chars,
                     block_nats=blocks.nats,
                     block_characters=blocks.chars,
                     blocks_exact=blocks.exact,
-                    **{k: v for k, v in intrinsic_measures(tok, docs).items() if k != "chars_per_token"},
+                    **{k: v for k, v in intrinsic_measures(tok, texts[0].documents).items() if k != "chars_per_token"},
                 )
+                add_set_blocks(sets, texts, measured, args.block_chars)
+            if args.save_losses:
+                save_losses(args.save_losses, texts, measured)
+            if kinds:
+                perturbed += perturb_rows(
+                    name,
+                    tok,
+                    texts,
+                    measured,
+                    kinds,
+                    args.perturb_seed,
+                    block_chars,
+                    lambda t, model=model, tok=tok: measure_text(model, tok, t, per_character=True, **kw),
+                )
+            if args.vocab_health:
+                health[name] = run_vocab_health(model, tok, ckpt, texts)
+            if p in diff_paths:
+                kept[p] = measured
             del model
             loaded[p] = (None, tok, ckpt)
             if device.startswith("cuda"):
                 torch.cuda.empty_cache()
+        diff_text = diff_json = None
+        if args.diff:
+            pa, pb = diff_paths
+            if pa == pb:
+                raise ValueError(f"--diff {args.diff[0]} {args.diff[1]}: the same checkpoint twice")
+            counts, where = training_word_counts(loaded[pa][2], loaded[pb][2])
+            diff_text, diff_json = diff_section(
+                run_name(pa, paths),
+                run_name(pb, paths),
+                texts,
+                kept[pa],
+                kept[pb],
+                counts,
+                block_chars,
+                args.html,
+                args.html_chars,
+            )
+            diff_json["word_counts_from"] = where
+            if counts is None:
+                diff_text += f"\n(no split by word frequency: {where})"
     except (FileNotFoundError, ValueError, KeyError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bits.py: error: {msg}", file=sys.stderr)
@@ -470,7 +558,20 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbits.py: interrupted", file=sys.stderr)
         return 130
 
-    report = {"text": source, "characters": n_chars, "documents": len(docs), "device": device, "results": rows}
+    report = {
+        "text": source,
+        "characters": n_chars,
+        "documents": n_docs,
+        "sets": set_names,
+        "device": device,
+        "results": rows,
+    }
+    if diff_json is not None:
+        report["diff"] = diff_json
+    if kinds:
+        report["perturbations"] = {"kinds": kinds, "seed": args.perturb_seed, "rows": perturbed}
+    if health:
+        report["vocab_health"] = health
     if args.json == "-":
         print(json.dumps(report, indent=2))
     else:
@@ -483,6 +584,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"bits.py: error: --json {args.json}: {e.strerror or e}", file=sys.stderr)
                 return 2
         print(format_table(rows))
+        print(format_extras(rows, set_names, perturbed, args.perturb_seed, health, diff_text), end="")
         if any(r["lossy"] for r in rows):
             print("\n" + textwrap.fill("note: " + CAVEAT, 100))
         for r in rows:

@@ -158,6 +158,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="characters per held-out block of the paired bootstrap (the same blocks for every model)",
     )
+    g.add_argument(
+        "--eval",
+        action="append",
+        metavar="NAME=PATH",
+        help="measure every run on this named evaluation set too (bits.py --eval; repeatable); default: each "
+        "held-out work of the validation split is a set. The report gives each set's bits/char and bits/byte, "
+        "the macro and micro means, and paired intervals (docs/attribution.md)",
+    )
+    g.add_argument(
+        "--perturb",
+        metavar="KINDS",
+        help="also measure noisy copies of the held-out text (typos,case,spaces,unicode; bits.py --perturb): the "
+        "report's robustness section, one more forward pass per kind and run",
+    )
+    g.add_argument(
+        "--bits-per-byte",
+        action="store_true",
+        help="also plot final held-out bits per byte against vocabulary size (bpb_vs_vocab.png)",
+    )
     g.add_argument("--device", help="torch device for pretrain.py and bits.py (default: theirs, auto)")
     g.add_argument(
         "--threads",

@@ -42,7 +42,7 @@ OPTIM_FLAGS = (
 )
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
-RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data"}
+RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data", "eval"}
 RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run"}
 
 
@@ -153,6 +153,13 @@ FLAGS = {
         ("--eval-interval", int, 100, "evaluate and write a checkpoint every this many steps"),
         ("--eval-windows", int, 64, "fixed training windows for the train loss printed at each evaluation"),
         ("--eval-chars", int, 100_000, "held-out characters (the start of valid.txt) for nats/token and bits/char"),
+        (
+            "--eval",
+            list,
+            None,
+            "NAME=PATH: also measure this named evaluation set (its first --eval-chars characters) at each "
+            "evaluation, logged in metrics.jsonl under sets (repeatable; default: each held-out work of valid.txt)",
+        ),
     ],
     "hardware": [
         ("--device", str, "auto", "auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps"),
@@ -264,14 +271,23 @@ def with_budget(args) -> None:
 
 
 def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
+    from storygpt.data.evalsets import read_eval_sets
+    from storygpt.evaluate import take_characters
+
+    try:  # every --eval file is read before the run folder is touched
+        eval_sets = read_eval_sets(args.eval, lambda docs: take_characters(docs, args.eval_chars))
+    except ValueError as e:
+        raise RunError(str(e)) from None
     files = RunFiles(run_folder(args))
     if args.resume and args.force:
         raise RunError("--resume and --force contradict each other")
     with locked(files, dist.master):
-        return train_in(files, args, explicit, dist, stop)
+        return train_in(files, args, explicit, dist, stop, eval_sets)
 
 
-def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
+def train_in(
+    files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag, eval_sets=()
+) -> dict:
     if not args.resume and files.ckpt.exists() and not args.force:
         raise RunError(
             f"{show(files.ckpt)} already exists; pass --resume to continue that run, --force to "
@@ -296,7 +312,9 @@ def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop
     except ValueError as e:
         raise RunError(str(e)) from None
     a = args
-    tokenizer, train, heldout = start.load_run_data(data_dir, spec, a.block_size, a.eval_chars, ckpt, files.ckpt)
+    tokenizer, train, heldout = start.load_run_data(
+        data_dir, spec, a.block_size, a.eval_chars, ckpt, files.ckpt, eval_sets
+    )
     names = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta", *recipes.ARCH)
     try:
         config = GPTConfig(tokenizer.vocab_size, **{k: getattr(a, k) for k in names}, position=POSITION[a.rope])

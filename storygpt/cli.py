@@ -64,7 +64,8 @@ def table_parser(
 ) -> argparse.ArgumentParser:
     """An argparse parser built from a table: ``{group title: [(flag, type, default, help), ...]}``.
 
-    A ``type`` of ``None`` makes a ``store_true`` flag; ``choices`` maps a flag to its allowed
+    A ``type`` of ``None`` makes a ``store_true`` flag, ``list`` a repeatable one (its metavar the help's
+    text before the first colon); ``choices`` maps a flag to its allowed
     values.  With ``suppress_defaults`` no defaults are set, so that parsing returns only the
     flags given on the command line (how ``pretrain.py`` tells a given flag from a default).
     """
@@ -80,6 +81,8 @@ def table_parser(
             kw = {} if suppress_defaults else {"default": default}
             if typ is None:
                 g.add_argument(flag, action="store_true", help=help, **kw)
+            elif typ is list:  # a repeatable flag: its values in a list
+                g.add_argument(flag, action="append", metavar=help.split(":")[0], help=help, **kw)
             else:
                 g.add_argument(flag, type=typ, help=help, choices=choices.get(flag), **kw)
     return p

@@ -27,6 +27,12 @@ training, so the model sees each document start the way it learned to.
   new line).  So ``characters = sum(len(d_i)) + n - 1``.
 * ``bits per character = total nats / (ln 2 * characters)``, where total nats
   is the sum over predicted tokens of ``-ln p(token | context)``.
+* Bytes counted the same way: the UTF-8 bytes of every document plus one byte
+  per boundary, and ``bits per byte = total nats / (ln 2 * bytes)``.  Both
+  denominators come from the text, never from the tokenizer (a tokenizer that
+  decodes to other text, or predicts fewer units, changes neither); on a
+  text of one script ``bits per character / bits per byte`` is the text's
+  bytes per character (1 for ASCII, about 1.8 for Russian, 3 for Chinese).
 
 Both tokenizers see exactly the same documents and the same ``n - 1``
 boundaries, so the denominator is identical for every model measured on the
@@ -63,6 +69,12 @@ from storygpt.data.corpora import read_documents  # noqa: F401
 def count_characters(documents: Sequence[str]) -> int:
     """Characters the predicted tokens cover: all characters plus one per document boundary."""
     return sum(len(d) for d in documents) + max(len(documents) - 1, 0)
+
+
+def count_bytes(documents: Sequence[str]) -> int:
+    """UTF-8 bytes the predicted tokens cover: all bytes plus one per document boundary (as
+    :func:`count_characters` counts one character per boundary)."""
+    return sum(len(d.encode("utf-8")) for d in documents) + max(len(documents) - 1, 0)
 
 
 def take_characters(documents: Sequence[str], n: int | None) -> list[str]:
@@ -166,6 +178,7 @@ class BitsResult:
         nats: total cross-entropy over the predicted tokens (natural log).
         tokens: predicted tokens (the stream minus its leading eot).
         characters: characters covered (see the module docstring).
+        bytes: UTF-8 bytes covered (see the module docstring; the document boundaries one each).
         unknown_tokens: predicted tokens equal to the tokenizer's ``unk_id``.
         documents: documents measured.
         round_trip_documents: documents ``d`` with ``decode(encode_ordinary(d)) == d``.
@@ -177,10 +190,15 @@ class BitsResult:
     unknown_tokens: int
     documents: int
     round_trip_documents: int
+    bytes: int = 0
 
     @property
     def bits_per_character(self) -> float:
         return self.nats / (math.log(2) * self.characters)
+
+    @property
+    def bits_per_byte(self) -> float:
+        return self.nats / (math.log(2) * self.bytes)
 
     @property
     def nats_per_token(self) -> float:
@@ -202,6 +220,7 @@ class BitsResult:
         d = asdict(self)
         d.update(
             bits_per_character=self.bits_per_character,
+            bits_per_byte=self.bits_per_byte,
             nats_per_token=self.nats_per_token,
             characters_per_token=self.characters_per_token,
             unknown_share=self.unknown_share,
@@ -413,4 +432,5 @@ def evaluate_bits(
         unknown_tokens=n_unk,
         documents=len(documents),
         round_trip_documents=round_trip,
+        bytes=count_bytes(documents),
     )

@@ -219,6 +219,9 @@ def measure(run: Run, args, settings: Settings, threads) -> None:
         cmd += ["--device", args.device]
     if threads is not None:
         cmd += ["--threads", str(threads)]
+    # issue 33: per-character losses for the attribution, vocabulary health, named sets, robustness
+    cmd += ["--save-losses", str(run.folder / "losses.npz"), "--vocab-health"]
+    cmd += [f"--eval={e}" for e in args.eval or ()] + ([f"--perturb={args.perturb}"] if args.perturb else [])
     rc = toolrun.run_tool(cmd, run.log, args.verbose)
     if rc != 0:
         raise tool_failed("bits.py", run, rc)
@@ -240,6 +243,14 @@ def check_arguments(args) -> None:
         )
     if args.train_file and not Path(args.train_file).is_file():
         raise CompareError(f"--train-file {args.train_file}: no such file")
+    from storygpt.compare.perturb import parse_kinds
+    from storygpt.data.evalsets import read_eval_sets
+
+    try:  # every --eval file and --perturb kind is checked before anything runs
+        parse_kinds(args.perturb)
+        read_eval_sets(args.eval)
+    except ValueError as e:
+        raise CompareError(str(e)) from None
 
 
 def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> int | None:
@@ -381,6 +392,13 @@ def compare(args, argv: list[str]) -> int:
 
         try:
             write_report(report_dir, results, meta, curves)
+            from storygpt.compare.where import plot_bits_per_byte, write_sections
+
+            write_sections(report_dir, results, Path(meta.data_dir) if meta.data_dir else None)
+            if args.bits_per_byte:
+                plot_bits_per_byte(report_dir, results, title=f"{meta.corpus}: bits per byte")
+        except ValueError as e:
+            raise CompareError(f"report {report_dir}: {e}") from None
         except OSError as e:  # a read-only or full reports folder: the runs are kept, the report can be made again
             why = e.strerror or str(e)
             raise CompareError(

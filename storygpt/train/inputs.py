@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,24 +42,61 @@ class HeldOut:
     stream: torch.Tensor
     characters: int
     windows: list
+    bytes: int = 0
+    #: the evaluation sets of this text (storygpt/data/evalsets.py): names, the set of each predicted token,
+    #: and each set's characters and bytes (a boundary belongs to the document before it)
+    set_names: tuple = ()
+    set_of_target: np.ndarray | None = None
+    set_chars: tuple = ()
+    set_bytes: tuple = ()
+    #: the --eval NAME=PATH texts, each a HeldOut of one set
+    extra: tuple = ()
 
     @property
     def tokens(self) -> int:
         return len(self.stream) - 1
 
 
-def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int) -> HeldOut:
-    """Read, cut and encode the held-out slice.
+def encode_heldout(tokenizer, docs: list[str], block_size: int, groups: list[tuple[str, list[int]]]) -> HeldOut:
+    """Encode documents into a :class:`HeldOut` whose sets are ``groups`` ``[(name, [document indices])]``."""
+    from storygpt.data.evalsets import document_units, target_documents
+    from storygpt.evaluate import count_bytes, count_characters, scoring_windows, token_stream
+
+    stream, _ = token_stream(tokenizer, docs)
+    windows = list(scoring_windows(len(stream) - 1, block_size))
+    set_of_doc = np.zeros(len(docs), dtype=np.int64)
+    for k, (_, idx) in enumerate(groups):
+        set_of_doc[idx] = k
+    chars, byts = document_units(docs)
+    return HeldOut(
+        torch.from_numpy(stream),
+        count_characters(docs),
+        windows,
+        bytes=count_bytes(docs),
+        set_names=tuple(name for name, _ in groups),
+        set_of_target=set_of_doc[target_documents(tokenizer, docs)],
+        set_chars=tuple(int(chars[idx].sum()) for _, idx in groups),
+        set_bytes=tuple(int(byts[idx].sum()) for _, idx in groups),
+    )
+
+
+def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int, eval_sets=()) -> HeldOut:
+    """Read, cut and encode the held-out slice; its sets are its held-out works (storygpt/data/evalsets.py).
+    ``eval_sets`` (storygpt.data.evalsets.EvalSet, already read) become its ``extra`` texts.
 
     Raises:
         FileNotFoundError / ValueError: naming ``valid_txt`` (missing, not UTF-8, no text).
     """
-    from storygpt.evaluate import count_characters, read_documents, scoring_windows, take_characters, token_stream
+    from storygpt.data.evalsets import default_groups, heldout_work_names
+    from storygpt.evaluate import read_documents, take_characters
 
     docs = take_characters(read_documents(valid_txt), eval_chars)
-    stream, _ = token_stream(tokenizer, docs)
-    windows = list(scoring_windows(len(stream) - 1, block_size))
-    return HeldOut(torch.from_numpy(stream), count_characters(docs), windows)
+    groups = default_groups(len(docs), heldout_work_names(valid_txt.parent, len(docs)))
+    h = encode_heldout(tokenizer, docs, block_size, groups)
+    extra = tuple(
+        encode_heldout(tokenizer, s.documents, block_size, [(s.name, list(range(len(s.documents))))]) for s in eval_sets
+    )
+    return dataclasses.replace(h, extra=extra)
 
 
 def chars_per_token(data_dir: Path, slug: str, train_tokens: int) -> float:

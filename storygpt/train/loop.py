@@ -258,14 +258,30 @@ def train_loss(r: Run) -> float | None:
     return total / count
 
 
-def heldout_nats(r: Run) -> float | None:
-    """Total nats over the held-out slice (each rank scores every world-th window, with the scorer of
-    bits.py: storygpt.evaluate.window_nats); None when stopped by the flag."""
-    mine = r.heldout.windows[r.dist.rank :: r.dist.world]
+def heldout_nats(r: Run, heldout: HeldOut | None = None) -> list[float] | None:
+    """``[total nats, nats of each set...]`` over a held-out text (default the slice of valid.txt; each
+    rank scores every world-th window, with the scorer of bits.py: storygpt.evaluate.window_nats); None
+    when stopped by the flag."""
+    h = r.heldout if heldout is None else heldout
+    mine = h.windows[r.dist.rank :: r.dist.world]
     stop = None if r.dist.ddp else (lambda: bool(r.stop))  # all ranks must reach the all-reduce
+    token_nats = np.zeros(h.tokens) if h.set_names else None
     with torch.inference_mode(), r.autocast:
-        nats = window_nats(r.model, r.heldout.stream, mine, batch_size=r.hyper.batch_size, device=r.device, stop=stop)
-    return None if nats is None else all_sum(r, [nats])[0]
+        nats = window_nats(
+            r.model, h.stream, mine, batch_size=r.hyper.batch_size, device=r.device, stop=stop, token_nats=token_nats
+        )
+    if nats is None:
+        return None
+    per_set = [] if token_nats is None else np.bincount(h.set_of_target, token_nats, len(h.set_names)).tolist()
+    return all_sum(r, [nats, *per_set])
+
+
+def set_figures(h: HeldOut, per_set: list[float]) -> dict:
+    """metrics.jsonl's ``sets``: per set ``val_bpc`` and ``val_bpb`` (storygpt/data/evalsets.py)."""
+    return {
+        name: {"val_bpc": n / (LN2 * c), "val_bpb": n / (LN2 * b), "characters": c}
+        for name, n, c, b in zip(h.set_names, per_set, h.set_chars, h.set_bytes)
+    }
 
 
 def evaluate(r: Run, live: Live) -> bool:
@@ -274,14 +290,27 @@ def evaluate(r: Run, live: Live) -> bool:
     r.model.eval()
     try:
         tl = train_loss(r)
-        nats = None if tl is None else heldout_nats(r)
+        got = None if tl is None else heldout_nats(r)
+        extra = []
+        for h in r.heldout.extra:
+            extra.append(None if got is None else heldout_nats(r, h))
     finally:
         r.model.train()
-    if nats is None:
+    if got is None or any(x is None for x in extra):
         return False
+    nats = got[0]
     row = {"kind": "eval", **counters(state)}
     row["val_loss"] = nats / r.heldout.tokens
     row["val_bpc"] = nats / (LN2 * r.heldout.characters)
+    row["val_bpb"] = nats / (LN2 * r.heldout.bytes)
+    sets = set_figures(r.heldout, got[1:])
+    for h, x in zip(r.heldout.extra, extra):
+        sets |= set_figures(h, x[1:])
+    if sets:
+        row["sets"] = sets
+        row["sets_macro_bpc"] = float(np.mean([s["val_bpc"] for s in sets.values()]))
+        chars = r.heldout.characters + sum(h.characters for h in r.heldout.extra)
+        row["sets_micro_bpc"] = (nats + sum(x[0] for x in extra)) / (LN2 * chars)
     if live.metrics is not None:
         live.metrics.write(row)
     state.history.append({**row, "train_loss": tl})
@@ -289,7 +318,8 @@ def evaluate(r: Run, live: Live) -> bool:
     state.best_bpc = min(state.best_bpc, row["val_bpc"])
     r.log(
         f"step {state.step}: train loss {tl:.4f}, held-out {row['val_loss']:.4f} nats/token, "
-        f"{row['val_bpc']:.4f} bits/char{' (best)' if best else ''} | {state.elapsed:.0f}s"
+        f"{row['val_bpc']:.4f} bits/char, {row['val_bpb']:.4f} bits/byte{' (best)' if best else ''} | "
+        f"{state.elapsed:.0f}s"
     )
     return True
 

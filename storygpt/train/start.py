@@ -53,7 +53,9 @@ def grad_accum_for(total_batch: int | None, batch_size: int, world: int, grad_ac
     return k
 
 
-def load_run_data(data_dir: Path, spec, block_size: int, eval_chars: int, ckpt: dict | None, ckpt_path: Path):
+def load_run_data(
+    data_dir: Path, spec, block_size: int, eval_chars: int, ckpt: dict | None, ckpt_path: Path, eval_sets=()
+):
     """``(tokenizer, train tokens, held-out slice)`` of ``data_dir``; on resume the stored tokenizer must match.
 
     Raises:
@@ -64,7 +66,8 @@ def load_run_data(data_dir: Path, spec, block_size: int, eval_chars: int, ckpt: 
     if ckpt is not None:
         resume.check_stored_tokenizer(ckpt, ckpt_path, tokenizer, data_dir)
     try:
-        return tokenizer, train, heldout_slice(tokenizer, data_dir / "valid.txt", eval_chars, block_size)
+        heldout = heldout_slice(tokenizer, data_dir / "valid.txt", eval_chars, block_size, eval_sets)
+        return tokenizer, train, heldout
     except (OSError, ValueError) as e:
         raise RunError(f"{e} (the held-out text of --data; run data.py again)") from None
 

@@ -434,6 +434,9 @@ def test_step_estimates_and_budget_warnings():
         (["--rerun", ""], "--rerun : no results.json"),  # before: an empty path ran the whole default comparison
         (["byte", "--seeds", "1000000000"], "--seeds must be in 1 .. 1000, got 1000000000"),  # before: a silent hang
         (["byte", "--recipe", "llama"], "argument --recipe: invalid choice: 'llama' (choose from 'gpt2', 'modern')"),
+        (["byte", "--eval", "x=nope.txt"], "--eval x=nope.txt: no such file"),
+        (["byte", "--eval", "x=nope.txt", "--eval", "x=b.txt"], "'x' is given twice"),
+        (["byte", "--perturb", "typos,shout"], "unknown perturbation 'shout'"),
     ],
 )
 def test_bad_input_is_one_line(argv, message, tmp_path):

@@ -458,6 +458,7 @@ def test_cli_table_and_caveat(corpus):
     assert header == [
         *("name", "tokenizer", "vocab", "params", "steps", "FLOPs", "tokens", "chars/tok", "unk", "rtrip"),
         "bits/char",
+        "bits/byte",
         "status",
     ]
     assert lines[3].split()[0] == "word-run" and lines[4].split()[0] == "bpe-run"

@@ -83,7 +83,8 @@ def test_pretrain_loss_falls_and_writes_the_run_folder(tmp_path):
     assert [x["step"] for x in r if x["kind"] == "eval"] == [20, 40]
     assert list(r[0]) == ["kind", "step", "tokens", "chars", "flops", "elapsed", "lr", "loss", "grad_norm"]
     ev = [x for x in r if x["kind"] == "eval"][-1]
-    assert list(ev) == ["kind", "step", "tokens", "chars", "flops", "elapsed", "val_loss", "val_bpc"]
+    head = ["kind", "step", "tokens", "chars", "flops", "elapsed", "val_loss", "val_bpc", "val_bpb"]
+    assert list(ev) == [*head, "sets", "sets_macro_bpc", "sets_micro_bpc"]
     assert ev["val_bpc"] == pytest.approx(summary["val_bpc"]) and r[-1]["flops"] == summary["flops"]
     ckpt = torch.load(run_dir / "ckpt.pt", weights_only=True)
     for key in ("model", "config", "tokenizer", "spec", "slug", "corpus", "data", "optimizer", "state", "args"):
