@@ -19,7 +19,7 @@ pytest.importorskip("lm_eval", reason="lm-eval is not installed (pip install -e 
 from storygpt.checkpoint import save_checkpoint  # noqa: E402
 from storygpt.compare.stats import spearman, spearman_p_exact  # noqa: E402
 from storygpt.model import GPT, GPTConfig  # noqa: E402
-from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.tokenizers import train_bpe  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

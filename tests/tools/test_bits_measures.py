@@ -22,7 +22,7 @@ from storygpt.data.evalsets import (  # noqa: E402
     summarize,
 )
 from storygpt.evaluate import count_bytes, count_characters, evaluate_bits  # noqa: E402
-from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.tokenizers import train_bpe  # noqa: E402
 
 LN2 = math.log(2)
 

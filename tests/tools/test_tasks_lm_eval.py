@@ -21,7 +21,7 @@ from export_cases import save  # noqa: E402
 from storygpt.model import GPT, GPTConfig  # noqa: E402
 from storygpt.tasks import catalog, made, scoring  # noqa: E402
 from storygpt.tasks.run import prepare, run_model  # noqa: E402
-from storygpt.tokenizers.bpe_train import train_bpe  # noqa: E402
+from storygpt.tokenizers import train_bpe  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

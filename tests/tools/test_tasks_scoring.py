@@ -12,8 +12,7 @@ import torch
 from storygpt.evaluate import evaluate_bits
 from storygpt.model import GPT, GPTConfig
 from storygpt.tasks import scoring
-from storygpt.tokenizers import WordTokenizer
-from storygpt.tokenizers.bpe_train import train_bpe
+from storygpt.tokenizers import WordTokenizer, train_bpe
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
