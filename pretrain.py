@@ -22,6 +22,7 @@ from storygpt.cli import check_ranges, show, table_parser
 from storygpt.model import recipes
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.spec import SpecError, parse_spec
+from storygpt.train import tracking
 from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, log_master
 
 # Nothing above imports torch: a bad flag or an existing run folder is answered in a fraction of a second.
@@ -42,7 +43,7 @@ OPTIM_FLAGS = (
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data"}
-RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run"}
+RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run", "log"}
 
 
 def part(text: str, field: str) -> str:
@@ -152,6 +153,13 @@ FLAGS = {
         ("--eval-interval", int, 100, "evaluate and write a checkpoint every this many steps"),
         ("--eval-windows", int, 64, "fixed training windows for the train loss printed at each evaluation"),
         ("--eval-chars", int, 100_000, "held-out characters (the start of valid.txt) for nats/token and bits/char"),
+        (
+            "--log",
+            str,
+            None,
+            "also log metrics.jsonl's scalars, recipe and provenance to tensorboard (RUN/tensorboard), wandb "
+            "(RUN/wandb; WANDB_MODE=offline: no upload) or tensorboard,wandb; off unless given (none: off on --resume)",
+        ),
     ],
     "hardware": [
         ("--device", str, "auto", "auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps"),
@@ -210,6 +218,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     except SpecError as e:
         parser.error(f"--tokenizer: {e}")
     args.bpe = False
+    try:
+        args.log = list(tracking.parse_kinds(args.log))
+    except (ValueError, tracking.TrackingError) as e:
+        parser.error(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e))
     return args, explicit
 
 
@@ -298,7 +310,7 @@ def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
     optim = OptimConfig(**{k: getattr(a, k) for k in OPTIM_FLAGS}, kind=a.optimizer)
     peak, end = schedule_peak(optim, a.lr, a.min_lr)  # "muon": multipliers of each group's peak
-    options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
+    options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress, tuple(a.log or ()))
     r, live = start.build(
         config=config,
         tokenizer=tokenizer,
