@@ -15,6 +15,18 @@ import subprocess
 import threading
 from pathlib import Path
 
+#: the tools running now (several at once under compare.py --jobs N): a Ctrl-C reaches them all (stop_all)
+LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all(signum: int = signal.SIGINT) -> None:
+    """Send ``signum`` to every tool running now (those started from other threads too)."""
+    with _LIVE_LOCK:
+        for proc in list(LIVE):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signum)
+
 
 def last_line(path: Path) -> str:
     """The last non-empty line of a log file (a tool's one-line error), or ''."""
@@ -93,16 +105,22 @@ def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | Non
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=None if verbose else subprocess.STDOUT, env=env, start_new_session=True
         )
-        with forward_signals(proc, received):
-            while True:
-                try:
-                    rc = proc.wait(timeout=1.0)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if bar is not None and follow is not None:
-                    bar.n = min(follow.poll(), bar.total)
-                    bar.refresh()
+        with _LIVE_LOCK:
+            LIVE.add(proc)
+        try:
+            with forward_signals(proc, received):
+                while True:
+                    try:
+                        rc = proc.wait(timeout=1.0)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                    if bar is not None and follow is not None:
+                        bar.n = min(follow.poll(), bar.total)
+                        bar.refresh()
+        finally:
+            with _LIVE_LOCK:
+                LIVE.discard(proc)
         if bar is not None and follow is not None:
             bar.n = min(follow.poll(), bar.total)
             bar.refresh()
