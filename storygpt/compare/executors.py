@@ -90,9 +90,12 @@ def local_slots(
     """The slots of ``--jobs`` on this machine, and the lines that say how they were chosen.
 
     On a machine with several GPUs (``--device`` unset, ``auto`` or ``cuda``): one run per GPU, each given its
-    own ``cuda:N``.  Otherwise (a CPU): the cores split between the runs, ``threads`` each (or cores / N).  The
-    default N is the number of GPUs, or the cores divided by ``threads`` (1 when unset: tiny models train
-    fastest on one thread each, docs/training.md).  More jobs than runs are cut to the runs, and said.
+    own ``cuda:N``.  Otherwise (a CPU): the cores split between the runs, ``threads`` each (cut to cores / N, and
+    said, when N runs of ``threads`` would not fit; cores / N when unset).  The default N is the number of GPUs,
+    or the cores divided by ``threads`` (1 when unset: tiny models train fastest on one thread each,
+    docs/training.md).  More jobs than runs are cut to the runs, and said.  A run's figures depend on its
+    thread count (float32 sums in another order), never on N: at equal threads per run they are bit for bit
+    the same.
 
     Raises:
         ValueError: ``jobs`` below 1.
@@ -113,6 +116,9 @@ def local_slots(
         how = f"one per GPU ({gpus} GPUs)"
     else:
         per = threads or max(1, cores // n)
+        if threads and n * threads > cores and n <= cores:
+            per = max(1, cores // n)
+            lines.append(f"threads per run: {per}, not {threads}: {n} runs share {cores} cores")
         slots = [Slot(per, device) for _ in range(n)]
         how = f"{cores} CPU core{'s' if cores != 1 else ''}, {per} thread{'s' if per != 1 else ''} each"
     chosen = "given" if jobs is not None else "chosen from the machine; --jobs N to change"

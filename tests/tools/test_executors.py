@@ -77,6 +77,8 @@ def test_slots_from_the_machine(monkeypatch):
     assert slots == [Slot(2, None)] * 2
     slots, lines = local_slots(None, 9, "auto", None, gpus=4)
     assert [s.device for s in slots] == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"] and "one per GPU (4 GPUs)" in lines[-1]
+    slots, lines = local_slots(2, 10, "cpu", 4, gpus=0)  # 2 runs of 4 threads would not fit in 4 cores
+    assert slots == [Slot(2, "cpu")] * 2 and lines[0] == "threads per run: 2, not 4: 2 runs share 4 cores"
     slots, lines = local_slots(8, 3, "cpu", None, gpus=0)
     assert len(slots) == 3 and lines[0] == "--jobs 8: only 3 runs to train: 3 at once"
     with pytest.raises(ValueError, match="--jobs 0: give 1 or more"):
