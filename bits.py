@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="with --json: also record the cross-entropy of every block of N held-out characters (the blocks "
-        "compare.py's paired bootstrap resamples; storygpt/heldout.py) and the tokenizer's own measures "
+        "compare.py's paired bootstrap resamples; storygpt/compare/heldout.py) and the tokenizer's own measures "
         "(Renyi efficiency, vocabulary share used, mean token bytes)",
     )
     ap.add_argument(
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             if token_nats is not None:
-                from storygpt.heldout import block_losses, intrinsic_measures
+                from storygpt.compare.heldout import block_losses, intrinsic_measures
 
                 blocks = block_losses(tok, docs, token_nats, args.block_chars)
                 rows[-1].update(

@@ -5,7 +5,7 @@
     nice -n 10 python benchmarks/recipe.py --presets small base --multiples 1 4 --ablations
 
 Every run is ``pretrain.py --recipe R --preset P --budget-flops M x DEFAULT --seed S --rope
---dtype float32 --threads 1`` (compare.py's default budget, storygpt/comparison.py), then
+--dtype float32 --threads 1`` (compare.py's default budget, storygpt/compare/settings.py), then
 ``bits.py --chars 0`` on its final ckpt.pt: bits/char on all of valid.txt.  CPU seconds are the
 user + system time of the pretrain.py process (resource.getrusage of the children), evaluations
 included.  Runs already in ``--out`` (a ``result.json`` per run) are reused, so the script can be
@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from storygpt.atomic import write_text  # noqa: E402
-from storygpt.comparison import DEFAULT_BUDGET_FLOPS, EVALS_PER_RUN  # noqa: E402
+from storygpt.compare.settings import DEFAULT_BUDGET_FLOPS, EVALS_PER_RUN  # noqa: E402
 
 VARIANTS = {
     "gpt2": ["--recipe", "gpt2"],

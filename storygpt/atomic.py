@@ -9,6 +9,7 @@ version stays readable until the new one is complete.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -92,3 +93,12 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def write_json(path: str | os.PathLike, obj) -> None:
     """Write ``obj`` as indented UTF-8 JSON (``indent=2``, non-ASCII kept, a final new line) atomically."""
     write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -357,7 +357,7 @@ def evaluate_bits(
         progress: called after each batch with ``(targets scored so far, all targets)``.
         token_nats: when given, a float64 array of length ``tokens`` (the predicted tokens: the stream
             minus its leading eot) that receives each token's cross-entropy in nats, in stream order
-            (:mod:`storygpt.heldout` sums them into character blocks for the bootstrap).
+            (:mod:`storygpt.compare.heldout` sums them into character blocks for the bootstrap).
 
     Returns:
         a :class:`BitsResult`; ``.bits_per_character`` is

@@ -209,7 +209,7 @@ def record_tools(arg: str) -> None:
 
     import fake_runs  # beside this file (the folder of the script run is on sys.path)
 
-    from storygpt import toolrun
+    from storygpt.compare import toolrun
 
     def recorder(cmd, log, verbose, follow=None, bar=None):
         tool = Path(cmd[1]).name
@@ -225,7 +225,7 @@ def record_tools(arg: str) -> None:
 def tool_fails(arg: str) -> None:
     """compare.py: every tool it runs fails at once with exit status 1, after writing ``lots of output`` and
     then the line ``ARG`` (its one-line error) to its log."""
-    from storygpt import toolrun
+    from storygpt.compare import toolrun
 
     def failing(cmd, log, verbose, follow=None, bar=None):
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -238,16 +238,16 @@ def tool_fails(arg: str) -> None:
 @fault
 def read_only_report(arg: str) -> None:
     """compare.py: the reports folder refuses files (the tests run as root, so a folder's mode cannot):
-    storygpt.report.write_report fails with EACCES on its first temporary file."""
+    storygpt.compare.report.write_report fails with EACCES on its first temporary file."""
     import errno
     import os
 
-    import storygpt.report
+    import storygpt.compare.report
 
     def read_only(report_dir, *a, **k):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(report_dir / ".report.md.x.tmp"))
 
-    storygpt.report.write_report = read_only
+    storygpt.compare.report.write_report = read_only
 
 
 def main(argv: list[str]) -> None:

@@ -47,8 +47,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from storygpt.atomic import atomic_write, file_mode  # noqa: F401  (file_mode: re-exported)
-from storygpt.provenance import sha256_file
+from storygpt.atomic import atomic_write, file_mode, sha256_file  # noqa: F401  (file_mode, sha256_file: re-exported)
 from storygpt.tokenizers.base import EOT
 
 SEPARATOR = "\n" + EOT + "\n"

@@ -120,3 +120,21 @@ def test_every_package_is_installed():
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "storygpt").rglob("__init__.py")}
     assert listed == found
+
+
+def test_the_comparison_is_one_package_nothing_below_imports():
+    """Issue 32: the comparison lives in storygpt/compare/ and no other part of the library imports it (the
+    tools compare.py and bits.py do); the top of storygpt/ keeps at most 10 loose modules (with __init__)."""
+    edges, _ = graph()
+    up = sorted(
+        f"{m} -> {t}"
+        for m, ts in edges.items()
+        for t in ts
+        if t.startswith("storygpt.compare") and not m.startswith("storygpt.compare")
+    )
+    assert up == []
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 10, loose
+    assert {"settings", "run", "report", "plots", "analysis", "stats", "heldout"} <= {
+        p.stem for p in (PACKAGE / "compare").glob("*.py")
+    }

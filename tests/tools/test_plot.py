@@ -133,19 +133,6 @@ def test_a_narrow_span_of_characters_gets_short_linear_labels():
     assert shown == ["780 k", "800 k", "820 k", "840 k"]  # not "775000800000825000..."
 
 
-def test_points_figure_leaves_out_missing_values():
-    fig = plot.points_figure(
-        ["byte", "bpe:8192", "tiktoken:gpt2"], [258, 8192, 50257], [2.6, 2.3, float("nan")], xlabel="v", ylabel="b"
-    )
-    ax = fig.axes[0]
-    offsets = [tuple(c.get_offsets()[0]) for c in ax.collections]
-    assert offsets == [(258.0, 2.6), (8192.0, 2.3)]
-    assert [t.get_text() for t in ax.texts] == ["byte", "bpe:8192"]
-    assert ax.get_xscale() == "log"
-    narrow = plot.points_figure(["a", "b"], [512, 1024], [2.0, 1.9], xlabel="v", ylabel="b")
-    assert narrow.axes[0].get_xscale() == "linear"  # less than a factor of 4: no labelled log tick
-
-
 def test_write_loss_png(tmp_path):
     run = write_run(tmp_path / "rope-byte", [3.1, 2.9, 2.8])
     out = plot.write_loss_png(run)

@@ -358,7 +358,9 @@ def test_the_default_recipe_is_modern_in_pretrain_and_compare():
 
     assert RECIPES["modern"]["optimizer"] == "muon" and pretrain.parse([])[0].recipe == "modern"
     assert compare.build_parser().get_default("recipe") == pretrain.build_parser().get_default("recipe") == "modern"
-    assert compare.forwarded_flags(compare.build_parser().parse_args([])) == ["--recipe", "modern"]
+    from storygpt.compare.run import forwarded_flags
+
+    assert forwarded_flags(compare.build_parser().parse_args([])) == ["--recipe", "modern"]
 
 
 def test_part_flags_switch_one_part():

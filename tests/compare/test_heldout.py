@@ -1,4 +1,4 @@
-"""storygpt.heldout: per-token character positions, block losses and the tokenizer's own measures, checked
+"""storygpt.compare.heldout: per-token character positions, block losses and the tokenizer's own measures, checked
 against independent computations (decoding prefixes, counting by hand); evaluate_bits' token_nats."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from storygpt import heldout
+from storygpt.compare import heldout
 from storygpt.evaluate import evaluate_bits, token_stream
 from storygpt.tokenizers.bpe import ByteTokenizer
 from storygpt.tokenizers.bpe_train import train_bpe

@@ -5,7 +5,7 @@ them).  Most tests build run folders by hand (tests/fake_runs.py: summary.json, 
 pretrain.py and bits.py write them, docs/design.md) and run compare.py with a fault of tests/tool_faults.py
 in place of its subprocess runner (``record_tools`` records each command
 and leaves fake files, ``tool_fails``), so no model is trained.  The pure helpers are tested from
-storygpt.comparison.  One test runs the real pipeline (data.py -> pretrain.py -> bits.py) on a tiny corpus;
+storygpt.compare.settings.  One test runs the real pipeline (data.py -> pretrain.py -> bits.py) on a tiny corpus;
 it needs pretrain.py --tokenizer and --budget-flops and data.py --tokenizer.
 """
 
@@ -26,7 +26,7 @@ import pytest
 from conftest import REPO, call_tool, one_error_line, run_tool, tool_parser
 from fake_runs import FLOPS, write_fake_run
 
-from storygpt.comparison import (
+from storygpt.compare.settings import (
     CompareError,
     Settings,
     budget_label,
@@ -42,6 +42,7 @@ from storygpt.model.recipes import RECIPES
 
 pytest.importorskip("matplotlib")
 
+sys.path.insert(0, str(REPO / "tests" / "tools"))  # test_bits.py lives with the tools' tests
 import test_bits as kit  # noqa: E402  (make_run, story_docs, write_docs)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -1,7 +1,7 @@
 """The tables of the comparison report: number formats and the Markdown table of every run.
 
 :data:`TABLE` names each column of ``report.md``'s "Every run" table and how a
-:class:`~storygpt.report.RunResult` fills it; :func:`human`, :func:`sci`, :func:`duration`
+:class:`~storygpt.compare.report.RunResult` fills it; :func:`human`, :func:`sci`, :func:`duration`
 and :func:`number` are the report's (and ``compare.py``'s) ways of writing numbers.
 """
 
@@ -10,6 +10,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+
+#: What a word-level model's bits per character leaves out (shown in the report).
+WORD_NOTE = (
+    "A word-level model is not charged for everything in the text: its tokenizer drops the white space "
+    "between words (spaces, new lines), so the model never predicts it, and every word outside the "
+    "vocabulary becomes a single <unk> prediction however long the word is. Its bits per character is "
+    "therefore a lower bound on the cost of writing the held-out text, not a fair win over the byte-level "
+    "tokenizers, which predict every character and give the text back exactly (round trip 1.00). Read "
+    "the unk and round-trip columns before the bits/char column (docs/bits.md)."
+)
 
 
 def human(n: float | None, digits: int = 3) -> str:
@@ -82,7 +92,7 @@ def status_of(r) -> str:
 
 
 def markdown_table(results: Sequence) -> str:
-    """The results (:class:`~storygpt.report.RunResult`) as a GitHub Markdown table, one row per run in the given order."""
+    """The results (:class:`~storygpt.compare.report.RunResult`) as a GitHub Markdown table, one row per run in the given order."""
     head = "| " + " | ".join(h for h, _ in TABLE) + " |"
     rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(TABLE))) + "|"
     body = ["| " + " | ".join(cell(r) for _, cell in TABLE) + " |" for r in results]

@@ -1,6 +1,6 @@
 """Held-out losses per character block, and what a tokenizer does to the held-out text by itself.
 
-The paired bootstrap of compare.py (storygpt.stats) resamples the held-out text in **fixed-size character
+The paired bootstrap of compare.py (storygpt.compare.stats) resamples the held-out text in **fixed-size character
 blocks**: the same blocks for every model, whatever its tokens.  :func:`block_losses` sums each predicted
 token's cross-entropy (storygpt.evaluate.evaluate_bits ``token_nats``) into the block that holds the last
 character the token covers; a document boundary (the ``eot`` predicted between two documents) is the one
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from storygpt.stats import renyi_efficiency
+from storygpt.compare.stats import renyi_efficiency
 
 #: Characters per block by default (bits.py --block-chars): 50 blocks in compare.py's 100,000 characters.
 DEFAULT_BLOCK_CHARS = 2000

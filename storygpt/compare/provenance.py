@@ -7,14 +7,14 @@ trained on; :func:`children_cpu` measures the CPU time of the tools it ran.  Not
 
 from __future__ import annotations
 
-import hashlib
-import os
 import platform
 import resource
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+
+from storygpt.atomic import sha256_file
 
 
 def git(repo: Path, *args: str) -> str | None:
@@ -49,15 +49,6 @@ def environment(repo: Path) -> dict:
         "platform": f"{platform.system()} {platform.machine()}",
         "executable": sys.executable,
     }
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def token_fingerprints(paths: list[Path]) -> dict:

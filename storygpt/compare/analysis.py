@@ -1,7 +1,7 @@
 """What a tokenizer comparison concludes from its runs: seeds, intervals, a winner or none, sweeps, fits.
 
-Works on :class:`storygpt.report.RunResult` rows (one per tokenizer x budget x seed) and uses
-:mod:`storygpt.stats` for the numbers.  A run is **eligible** to be named best when it is neither
+Works on :class:`storygpt.compare.report.RunResult` rows (one per tokenizer x budget x seed) and uses
+:mod:`storygpt.compare.stats` for the numbers.  A run is **eligible** to be named best when it is neither
 under-trained (fewer optimizer steps than its warm-up, or fewer than :data:`MIN_EVALS` evaluations) nor
 lossy (a held-out document that does not round-trip, or a ``<unk>`` token).
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from storygpt import stats
+from storygpt.compare import stats
 
 #: A run with fewer held-out evaluations than this is under-trained (its curve says nothing).
 MIN_EVALS = 3

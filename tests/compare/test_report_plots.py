@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from storygpt import analysis, plot
-from storygpt.report import RunResult
+from storygpt import plot
+from storygpt.compare import analysis, plots
+from storygpt.compare.report import RunResult
 
 pytest.importorskip("matplotlib")
 
@@ -78,9 +79,9 @@ def test_style_curves_mean_band_colours_and_line_styles():
         result("word:200", 1, 1.9, lossy=True),
     ]
     curves = [curve("bpe:512", [3.0, 2.5]), curve("bpe:512", [3.2, 2.7]), curve("byte", [3.1]), curve("w", [2.0])]
-    colours = plot.colours_for([r.spec for r in results])
+    colours = plots.colours_for([r.spec for r in results])
     assert colours == {"bpe:512": "C0", "byte": "C1", "word:200": "C2"}
-    styled = plot.style_curves(curves, results, colours)
+    styled = plots.style_curves(curves, results, colours)
     assert [c.label for c in styled] == ["bpe:512", "byte (under-trained)", "word:200 (lossy)"]
     assert styled[0].bpc == [3.1, 2.6] and styled[0].band_low == [3.0, 2.5] and styled[0].band_high == [3.2, 2.7]
     assert [c.linestyle for c in styled] == ["-", "--", ":"] and styled[1].band_low is None
@@ -111,7 +112,7 @@ def test_verdict_and_sweep_from_groups(tmp_path):
     # difference 0.1 at 2e11 and -0.1 at 4e11: halfway in log compute, sqrt(2e11 * 4e11)
     assert (x, y, lo, hi) == ("a", "b", 2e11, 4e11) and c == pytest.approx(math.sqrt(8e22))
     assert sw.fits["a"].n == 3 and sw.fits["a"].E_se is None
-    fig_path = plot.plot_sweep(sw, tmp_path / "sweep.png", plot.colours_for(["a", "b"]))
+    fig_path = plots.plot_sweep(sw, tmp_path / "sweep.png", plots.colours_for(["a", "b"]))
     assert fig_path.read_bytes()[:4] == b"\x89PNG"
     # a: 2.2 + 0.8 (C / 1e11)^-1 exactly
     fit = sw.fits["a"]
@@ -128,3 +129,16 @@ def test_intrinsic_correlations_leave_lossy_runs_out():
     assert by["chars_per_token"].n == 3 and by["chars_per_token"].rho == pytest.approx(-1.0)
     assert by["chars_per_token"].p == pytest.approx(2 / 6)
     assert math.isnan(by["renyi_efficiency"].rho)  # the same for the three lossless tokenizers
+
+
+def test_points_figure_leaves_out_missing_values():
+    fig = plots.points_figure(
+        ["byte", "bpe:8192", "tiktoken:gpt2"], [258, 8192, 50257], [2.6, 2.3, float("nan")], xlabel="v", ylabel="b"
+    )
+    ax = fig.axes[0]
+    offsets = [tuple(c.get_offsets()[0]) for c in ax.collections]
+    assert offsets == [(258.0, 2.6), (8192.0, 2.3)]
+    assert [t.get_text() for t in ax.texts] == ["byte", "bpe:8192"]
+    assert ax.get_xscale() == "log"
+    narrow = plots.points_figure(["a", "b"], [512, 1024], [2.0, 1.9], xlabel="v", ylabel="b")
+    assert narrow.axes[0].get_xscale() == "linear"  # less than a factor of 4: no labelled log tick

@@ -4,7 +4,7 @@ The settings every run shares (:class:`Settings`), the SPECs, the budget and the
 compare.py's arguments, the FLOPs-per-token estimate that spaces the evaluations, the run folders and their
 state (:class:`Run`: refused, finished, measured), the token files data.py leaves and whether they were made
 with other BPE options, and the figures the report is made of (:func:`collect`, :func:`status_line`).
-Problems are :class:`CompareError`, one line each.  compare.py runs the tools (storygpt.toolrun).
+Problems are :class:`CompareError`, one line each.  compare.py runs the tools (storygpt.compare.toolrun).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from storygpt import provenance
 from storygpt.cli import show
-from storygpt.report import ReportError, ReportMeta, result_from_files
-from storygpt.report_tables import duration, human, number, sci
+from storygpt.compare import provenance
+from storygpt.compare.report import ReportError, ReportMeta, result_from_files
+from storygpt.compare.report_tables import duration, human, number, sci
 
 #: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
@@ -424,7 +424,7 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
 
 
 def collect(runs: list[Run]):
-    """Each run's :class:`storygpt.report.RunResult` and curve; checks they share the held-out characters."""
+    """Each run's :class:`storygpt.compare.report.RunResult` and curve; checks they share the held-out characters."""
     from storygpt.plot import MetricsError, run_curve
 
     results, curves = [], []
@@ -447,7 +447,7 @@ def collect(runs: list[Run]):
 
 
 def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, root: Path):
-    """The :class:`~storygpt.report.ReportMeta` of a comparison: its settings, held-out text, budget, hardware
+    """The :class:`~storygpt.compare.report.ReportMeta` of a comparison: its settings, held-out text, budget, hardware
     and provenance (``root``: the repository, for its commit), from compare.py's arguments and the results."""
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)

@@ -1,4 +1,4 @@
-"""storygpt.stats against closed forms and independent numpy computations."""
+"""storygpt.compare.stats against closed forms and independent numpy computations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from storygpt import stats
+from storygpt.compare import stats
 
 
 # ------------------------------------------------------------------ bootstrap

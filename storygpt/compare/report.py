@@ -1,0 +1,600 @@
+"""The report of ``compare.py``: one row per run (:class:`RunResult`, joined from the run folder's
+``summary.json``, ``bits.json`` and ``compare.json``) and the files made of the rows: ``report.md``
+(:func:`render_markdown`, its sections; tables in :mod:`storygpt.compare.report_tables`), ``results.csv``,
+``results.json`` and the plots (:mod:`storygpt.compare.plots`), written by :func:`write_report`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from storygpt.atomic import write_text
+from storygpt.compare.report_tables import WORD_NOTE, duration, markdown_table, number, sci
+
+#: Files :func:`write_report` writes into the report folder.
+REPORT_FILES = (
+    "report.md",
+    "results.csv",
+    "results.json",
+    "bpc_vs_flops.png",
+    "bpc_vs_vocab.png",
+    "chars_per_token_vs_vocab.png",
+    "curves.png",
+)  # and bpc_vs_compute.png with several budgets
+
+
+class ReportError(ValueError):
+    """A run folder whose files cannot make a report row; the message names the file."""
+
+
+@dataclass
+class RunResult:
+    """One tokenizer's run: what it cost and how well it predicts the held-out text.
+
+    Attributes:
+        spec: the tokenizer SPEC (``bpe:512``).
+        slug: its file-name form (``bpe-512``).
+        run_dir: the run folder.
+        vocab_size: the tokenizer's vocabulary size (ids, special tokens included).
+        params: model parameters (the tied embedding counted once).
+        params_embedding: token (and learned position) embedding parameters.
+        params_non_embedding: all the others.
+        steps: optimizer steps.
+        tokens: training tokens seen.
+        chars: training characters seen (tokens x the training split's characters per token).
+        flops: training FLOPs (pretrain.py's count, docs/training.md).
+        elapsed: wall-clock seconds of the run (evaluations included).
+        train_time: seconds spent in optimizer steps.
+        stop_reason: the budget that ended the run (``flops``, ``chars``, ``tokens``, ``minutes``, ``max_steps``).
+        val_bpc: held-out bits/char at the run's last evaluation (pretrain.py's fixed slice).
+        bits_per_char: the final model's bits/char on the report's held-out characters (bits.py).
+        heldout_chars: characters bits.py measured (the same for every row of a report).
+        heldout_tokens: tokens the held-out characters became.
+        chars_per_token: heldout_chars / heldout_tokens.
+        unk_share: share of the held-out tokens that are ``<unk>`` (0 for byte-level tokenizers).
+        round_trip_share: share of held-out documents with ``decode(encode(doc)) == doc``.
+        seed, budget, budget_value: the run's training seed and budget (``flops1e12``, 1e12).
+        warmup_steps, evals: its learning-rate warm-up steps and held-out evaluations.
+        under_trained: fewer steps than the warm-up or fewer than analysis.MIN_EVALS evaluations.
+        lossy: round trip below 1 or a ``<unk>`` share above 0 (measured, whatever the kind).
+        renyi_efficiency, vocab_used_share, mean_token_bytes: the tokenizer's own measures on the
+            held-out text (storygpt.compare.heldout).
+        lr, batch_windows, dtype, threads, processes, device, recipe, cpu_time: how it was trained.
+        block_nats, block_characters: cross-entropy per held-out character block (the bootstrap's data;
+            in results.json, not in results.csv).
+        provenance: versions, commit, fingerprints and every pretrain.py flag (results.json only).
+    """
+
+    spec: str
+    slug: str
+    run_dir: str
+    vocab_size: int
+    params: int
+    params_embedding: int | None
+    params_non_embedding: int | None
+    steps: int
+    tokens: int
+    chars: int
+    flops: float
+    elapsed: float
+    train_time: float | None
+    stop_reason: str | None
+    val_bpc: float | None
+    bits_per_char: float
+    heldout_chars: int
+    heldout_tokens: int
+    chars_per_token: float
+    unk_share: float
+    round_trip_share: float
+    seed: int | None = None
+    budget: str = ""
+    budget_value: float | None = None
+    warmup_steps: int | None = None
+    evals: int = 0
+    under_trained: bool = False
+    lossy: bool = False
+    renyi_efficiency: float | None = None
+    vocab_used_share: float | None = None
+    mean_token_bytes: float | None = None
+    lr: float | None = None
+    batch_windows: int | None = None
+    dtype: str | None = None
+    threads: int | None = None
+    processes: int | None = None
+    device: str | None = None
+    recipe: str | None = None
+    cpu_time: float | None = None
+    block_nats: list | None = None
+    block_characters: list | None = None
+    provenance: dict | None = None
+
+    @property
+    def kind(self) -> str:
+        """The SPEC's kind: ``bpe``, ``word``, ``byte``, ``tiktoken``, ``hf``, ``file``."""
+        return self.spec.split(":", 1)[0]
+
+
+def read_json(path: str | os.PathLike) -> dict:
+    """A JSON object from ``path``.
+
+    Raises:
+        ReportError: missing file, bad JSON or not an object (the message names the file).
+    """
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReportError(f"{path}: cannot read it as JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise ReportError(f"{path}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _need(d: dict, key: str, path: Path):
+    if d.get(key) is None:
+        raise ReportError(f"{path}: no {key!r}")
+    return d[key]
+
+
+def result_from_files(
+    spec: str, slug: str, run_dir: str | os.PathLike, evals: int = 0, budget: tuple | None = None
+) -> RunResult:
+    """Join ``run_dir/summary.json``, ``run_dir/bits.json`` and (when there) ``run_dir/compare.json`` into a
+    :class:`RunResult`; ``evals``: the run's held-out evaluations; ``budget``: (label, value).
+
+    Raises:
+        ReportError: a missing file or field (named), or a bits.json with no row or several.
+    """
+    from storygpt.compare.analysis import MIN_EVALS
+
+    run_dir = Path(run_dir)
+    sp, bp = run_dir / "summary.json", run_dir / "bits.json"
+    s, b = read_json(sp), read_json(bp)
+    cmp_path = run_dir / "compare.json"
+    c = read_json(cmp_path) if cmp_path.is_file() else {}
+    args = s.get("args") or {}
+    warmup = args.get("warmup_steps", c.get("warmup_steps"))
+    rows = b.get("results")
+    if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
+        raise ReportError(f"{bp}: expected one result row, got {len(rows) if isinstance(rows, list) else 'none'}")
+    r = rows[0]
+    return RunResult(
+        spec=spec,
+        slug=slug,
+        run_dir=str(run_dir),
+        vocab_size=int(_need(r, "vocab_size", bp)),
+        params=int(_need(s, "params", sp)),
+        params_embedding=s.get("params_embedding"),
+        params_non_embedding=s.get("params_non_embedding"),
+        steps=int(_need(s, "steps", sp)),
+        tokens=int(_need(s, "tokens", sp)),
+        chars=round(float(_need(s, "chars", sp))),
+        flops=float(_need(s, "flops", sp)),
+        elapsed=float(_need(s, "elapsed", sp)),
+        train_time=s.get("train_time"),
+        stop_reason=s.get("stop_reason"),
+        val_bpc=s.get("val_bpc"),
+        bits_per_char=float(_need(r, "bits_per_character", bp)),
+        heldout_chars=int(_need(r, "characters", bp)),
+        heldout_tokens=int(_need(r, "tokens", bp)),
+        chars_per_token=float(_need(r, "characters_per_token", bp)),
+        unk_share=float(r.get("unknown_share") or 0.0),
+        round_trip_share=float(_need(r, "round_trip_share", bp)),
+        seed=args.get("seed", c.get("seed")),
+        budget=(budget or ("", None))[0],
+        budget_value=(budget or ("", None))[1],
+        warmup_steps=warmup,
+        evals=evals,
+        under_trained=(warmup is not None and int(s["steps"]) < warmup) or evals < MIN_EVALS,
+        lossy=float(_need(r, "round_trip_share", bp)) < 1.0 or float(r.get("unknown_share") or 0.0) > 0.0,
+        renyi_efficiency=r.get("renyi_efficiency"),
+        vocab_used_share=r.get("vocab_used_share"),
+        mean_token_bytes=r.get("mean_token_bytes"),
+        lr=args.get("lr"),
+        batch_windows=s.get("batch_windows"),
+        dtype=s.get("dtype"),
+        threads=s.get("threads"),
+        processes=s.get("processes"),
+        device=s.get("device"),
+        recipe=args.get("recipe"),
+        cpu_time=(c.get("provenance") or {}).get("cpu_time"),
+        block_nats=r.get("block_nats"),
+        block_characters=r.get("block_characters"),
+        provenance={**(c.get("provenance") or {}), "pretrain_args": args, "config": s.get("config")},
+    )
+
+
+@dataclass
+class ReportMeta:
+    """What is common to every row of a report.
+
+    Attributes:
+        name: the report's name (its folder ``reports/NAME``).
+        corpus: the corpus name.
+        data_dir: the corpus folder (``data/NAME``).
+        model: the model shape, in words (``preset small: 3 layers, ...``).
+        budget: the budget each run got, in words (``6e12 training FLOPs``).
+        heldout: the held-out text, in words (which file, how many characters).
+        command: the command line that made the report.
+        notes: extra lines for the report (warnings).
+        seeds: the training seeds of every tokenizer; budgets: the budget values (a sweep when several).
+        hardware: threads, processes, device and dtype in words (``1 thread x 1 process, cpu, bfloat16``).
+        argv: compare.py's arguments (``compare.py --rerun`` runs them again).
+        provenance: what made the report (storygpt version, git commit and whether the tree was dirty,
+            torch and Python versions, the held-out text's sha256).
+    """
+
+    name: str
+    corpus: str
+    data_dir: str
+    model: str
+    budget: str
+    heldout: str
+    command: str = ""
+    notes: list[str] = field(default_factory=list)
+    seeds: list = field(default_factory=list)
+    budgets: list = field(default_factory=list)
+    hardware: str = ""
+    argv: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
+
+
+#: RunResult fields left out of results.csv (lists and dicts: they are in results.json).
+CSV_LEFT_OUT = ("block_nats", "block_characters", "provenance")
+
+
+def csv_text(results: Sequence[RunResult]) -> str:
+    """The results as CSV: a header of :class:`RunResult` field names (less :data:`CSV_LEFT_OUT`), then one
+    line per run; counts are integers."""
+    names = [f.name for f in fields(RunResult) if f.name not in CSV_LEFT_OUT]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    w.writeheader()
+    for r in results:
+        w.writerow({k: ("" if v is None else v) for k, v in asdict(r).items() if k in names})
+    return buf.getvalue()
+
+
+def verdict_dict(v) -> dict:
+    """A :class:`storygpt.compare.analysis.Verdict` as JSON."""
+    return {
+        "budget": v.budget,
+        "best": v.best.spec if v.best else None,
+        "best_mean": v.best.mean if v.best else None,
+        "winner": v.winner,
+        "tied": v.tied,
+        "ineligible": v.ineligible,
+        "intervals": {k: (asdict(iv) if iv is not None else None) for k, iv in v.intervals.items()},
+    }
+
+
+def write_report(out_dir: str | os.PathLike, results: Sequence[RunResult], meta: ReportMeta, curves) -> list[Path]:
+    """Write every file of :data:`REPORT_FILES` into ``out_dir`` (atomically, the folder is created), and
+    ``bpc_vs_compute.png`` when the report has several budgets.
+
+    Args:
+        out_dir: the report folder (``reports/NAME``).
+        results: one :class:`RunResult` per run, in the order to show them.
+        meta: the settings common to the runs.
+        curves: one :class:`storygpt.plot.Curve` per run (labelled with its SPEC), in the order of ``results``.
+
+    Returns:
+        The paths written.
+
+    Raises:
+        ValueError: no results.
+    """
+    from storygpt.compare import analysis, plots
+    from storygpt.plot import plot_curves
+
+    if not results:
+        raise ValueError("write_report: no results")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    write_text(out / "report.md", render_markdown(results, meta))
+    write_text(out / "results.csv", csv_text(results))
+    gs = analysis.groups(results)
+    sw = analysis.sweep(gs)
+    doc = {
+        "meta": asdict(meta),
+        "results": [asdict(r) | {"kind": r.kind} for r in results],
+        "verdicts": [verdict_dict(analysis.verdict([g for g in gs if g.budget == b])) for b in budgets_of(gs)],
+        "fits": {k: (asdict(v) if not isinstance(v, str) else v) for k, v in (sw.fits if sw else {}).items()},
+        "crossovers": [list(c) for c in (sw.crossovers if sw else [])],
+    }
+    write_text(out / "results.json", json.dumps(doc, indent=2) + "\n")
+    written += [out / "report.md", out / "results.csv", out / "results.json"]
+    title = f"{meta.corpus}: {meta.budget}"
+    specs = list(dict.fromkeys(r.spec for r in results))
+    colours = plots.colours_for(specs)
+    styled = plots.style_curves(curves, results, colours)
+    if styled:
+        written.append(plot_curves(styled, out / "bpc_vs_flops.png", ("flops",), title=title))
+        written.append(plot_curves(styled, out / "curves.png", title=title))
+    if sw is not None:
+        written.append(plots.plot_sweep(sw, out / "bpc_vs_compute.png", colours, title=meta.corpus))
+    last = [g for g in gs if g.budget == max(g.budget for g in gs)]
+    labels = [g.spec for g in last]
+    vocab = [g.runs[0].vocab_size for g in last]
+    cols = [colours[g.spec] for g in last]
+    written.append(
+        plots.plot_points(
+            labels,
+            vocab,
+            [g.mean for g in last],
+            out / "bpc_vs_vocab.png",
+            xlabel="vocabulary size",
+            ylabel="final held-out bits per character (mean over seeds)",
+            title=title,
+            colours=cols,
+        )
+    )
+    written.append(
+        plots.plot_points(
+            labels,
+            vocab,
+            [g.runs[0].chars_per_token for g in last],
+            out / "chars_per_token_vs_vocab.png",
+            xlabel="vocabulary size",
+            ylabel="held-out characters per token",
+            title=f"{meta.corpus}: characters per token",
+            colours=cols,
+        )
+    )
+    return written
+
+
+# ------------------------------------------------------------------ report.md
+def _interval(iv) -> str:
+    if iv is None:
+        return "no interval (no block losses)"
+    return f"{iv.diff:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}]"
+
+
+def summary_section(gs, v, several_seeds: bool) -> list[str]:
+    """One budget: mean (and spread) per tokenizer, the difference from the best with its interval, and the
+    sentence that names a winner or says which tokenizers cannot be told apart."""
+    lines = [
+        "| tokenizer | runs | mean bits/char | spread (sd over seeds) | minus the best, 95% interval | status |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in sorted(gs, key=lambda g: g.mean):
+        if v.best is None:
+            diff = "no interval (no run can be named best)"
+        else:
+            diff = "(best)" if v.best is g else _interval(v.intervals.get(g.spec))
+        spread = "-" if g.spread is None else f"{g.spread:.4f}"
+        flags = [f for f, on in (("under-trained", g.under_trained), ("lossy", g.lossy)) if on]
+        lines.append(f"| `{g.spec}` | {len(g.runs)} | {g.mean:.4f} | {spread} | {diff} | {', '.join(flags) or 'ok'} |")
+    lines.append("")
+    if v.best is None:
+        lines.append("No tokenizer can be named best: every run is under-trained or lossy.")
+    elif v.winner is not None and not [g for g in gs if g is not v.best and g.eligible]:
+        lines.append(
+            f"Only one tokenizer can be named here: `{v.winner}` ({v.best.mean:.4f}); nothing to compare it with."
+        )
+    elif v.winner is not None:
+        others = [g.spec for g in gs if g is not v.best and g.eligible]
+        lines.append(
+            f"**Lowest held-out bits per character: `{v.winner}`** ({v.best.mean:.4f}); its difference from "
+            + (", ".join(f"`{s}`" for s in others) if others else "no other eligible tokenizer")
+            + " has a 95% interval that excludes zero."
+        )
+    else:
+        lines.append(
+            f"No winner: the lowest mean is `{v.best.spec}` ({v.best.mean:.4f}), but the 95% interval of its "
+            "difference from " + ", ".join(f"`{s}`" for s in v.tied) + " includes zero (or could not be computed): "
+            "this comparison cannot tell them apart."
+        )
+    if v.ineligible:
+        lines.append(
+            "Never named best here: "
+            + ", ".join(f"`{s}`" for s in v.ineligible)
+            + " (under-trained or lossy; see the status column)."
+        )
+    if not several_seeds:
+        lines.append(
+            "With one seed per tokenizer the interval resamples the held-out text only; it says nothing about "
+            "how another training seed would do (`--seeds 3` adds that)."
+        )
+    return lines
+
+
+def sweep_section(sw) -> list[str]:
+    """Budget sweep: the fitted curves (or why there are none) and the crossovers."""
+    from storygpt.compare.stats import PowerLawFit
+
+    lines = ["## Bits per character against compute", "", "![bits/char against training FLOPs](bpc_vs_compute.png)", ""]
+    lines.append("| tokenizer | fit L(C) = E + A C^-alpha | E | alpha | range of C fitted |")
+    lines.append("|---|---|---:|---:|---:|")
+    for spec, fit in sw.fits.items():
+        if isinstance(fit, PowerLawFit):
+            e = f"{fit.E:.3f}" + (f" +- {fit.E_se:.3f}" if fit.E_se is not None else "")
+            a = f"{fit.alpha:.3f}" + (f" +- {fit.alpha_se:.3f}" if fit.alpha_se is not None else "")
+            how = f"{fit.n} points" + (
+                ", as many parameters as budgets: it passes through the means, no uncertainty"
+                if fit.E_se is None
+                else ", +- one standard error from the residuals"
+            )
+            if fit.at_bound:
+                how += "; alpha at the edge of its search range: no power law fits these points, not drawn"
+                e, a = "-", f"{fit.alpha:.3f} (edge)"
+            lines.append(f"| `{spec}` | {how} | {e} | {a} | {sci(fit.c_min)} .. {sci(fit.c_max)} |")
+        else:
+            lines.append(f"| `{spec}` | {fit} | - | - | - |")
+    lines += [
+        "",
+        "The curves are drawn only over the compute they were fitted on; E is the curve's limit at infinite "
+        "compute, an extrapolation far outside the data, not a prediction.",
+        "",
+    ]
+    if sw.crossovers:
+        for a, b, lo, hi, c in sw.crossovers:
+            lines.append(
+                f"- `{a}` and `{b}` change order between budgets {number(lo)} and {number(hi)} "
+                f"(about {sci(c)} FLOPs, linear in log compute between the two means)."
+            )
+    else:
+        lines.append("- No two tokenizers change order between the budgets (by their mean bits/char).")
+    return lines + [""]
+
+
+def intrinsic_section(gs, correlations) -> list[str]:
+    """The tokenizers' own measures on the held-out text and their rank correlation with bits/char."""
+    lines = [
+        "## The tokenizers by themselves",
+        "",
+        "| tokenizer | chars/token | Renyi efficiency (alpha 2.5) | vocabulary used | mean token bytes | mean bits/char |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in sorted(gs, key=lambda g: g.mean):
+        r = g.runs[0]
+        fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
+        lines.append(
+            f"| `{g.spec}` | {r.chars_per_token:.3f} | {fmt(r.renyi_efficiency, '.3f')} | "
+            f"{fmt(r.vocab_used_share, '.1%')} | {fmt(r.mean_token_bytes, '.2f')} | {g.mean:.4f} |"
+        )
+    lines.append("")
+    if correlations:
+        n = correlations[0].n
+        lines.append(
+            f"Spearman's rank correlation with the mean bits/char over the {n} lossless tokenizers (exact "
+            "permutation p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
+        )
+        lines.append("")
+        for c in correlations:
+            name = c.measure.replace("_", " ")
+            if math.isnan(c.rho):
+                lines.append(f"- {name}: the same for every tokenizer, no rank correlation")
+                continue
+            p = "-" if c.p is None else f"{c.p:.2f}"
+            lines.append(f"- {name}: rho {c.rho:+.2f} (p {p})")
+        lines += [
+            "",
+            f"This is what it is: {n} tokenizers, one corpus, one small model and budget. With {n} points a "
+            f"perfect rank correlation arises by chance with probability {2 / math.factorial(n):.3f}; it does "
+            "not show that the measure predicts bits/char elsewhere (Zouhar et al. 2023 report their correlation "
+            "over many more tokenizers, on translation).",
+        ]
+    else:
+        lines.append("Rank correlations need at least 3 lossless tokenizers with these measures.")
+    return lines + [""]
+
+
+def provenance_section(meta) -> list[str]:
+    p = meta.provenance
+    lines = ["## Provenance", ""]
+    for k in ("storygpt", "commit", "dirty", "torch", "python", "platform", "heldout_sha256"):
+        if k in p:
+            lines.append(f"- {k.replace('_', ' ')}: `{p[k]}`")
+    lines += [
+        "",
+        "Per run (results.json, `provenance` and the columns of results.csv): the commit, torch version, device, "
+        "dtype, threads and processes it was trained with, every pretrain.py flag (learning rate, batch, warm-up, "
+        "seed, recipe), the fingerprints of its token files, FLOPs per token, steps, tokens, characters, wall and "
+        f"CPU time. `python compare.py --rerun {'reports/' + meta.name}` trains every run again in new run folders "
+        "and compares the figures.",
+        "",
+    ]
+    return lines
+
+
+def budgets_of(gs) -> list:
+    return sorted({g.budget for g in gs}, key=lambda b: (b is None, b or 0))
+
+
+def verdict_sections(results: Sequence, several_seeds: bool) -> list[str]:
+    """Markdown lines of the verdict per budget (a "## Budget B" heading each when there are several, else
+    "## Result"): what report.md puts first and compare.py prints when it ends."""
+    from storygpt.compare import analysis
+
+    gs = analysis.groups(results)
+    budgets = budgets_of(gs)
+    lines = []
+    for b in budgets:
+        bg = [g for g in gs if g.budget == b]
+        lines += [f"## Budget {number(b)}" if len(budgets) > 1 else "## Result", ""]
+        lines += summary_section(bg, analysis.verdict(bg), several_seeds) + [""]
+    return lines
+
+
+def render_markdown(results: Sequence, meta) -> str:
+    """``report.md`` of ``results`` (:class:`~storygpt.compare.report.RunResult`) and ``meta``
+    (:class:`~storygpt.compare.report.ReportMeta`): the settings, the verdict per budget, the sweep, the tokenizers'
+    measures, every run."""
+    from storygpt.compare import analysis
+
+    gs = analysis.groups(results)
+    lines = [
+        f"# Tokenizer comparison: {meta.name}",
+        "",
+        f"- corpus: `{meta.corpus}` ({meta.data_dir})",
+        f"- model: {meta.model}",
+        f"- budget per run: {meta.budget}",
+        f"- seeds per tokenizer: {len(meta.seeds) or 1}"
+        + (f" ({', '.join(map(str, meta.seeds))})" if meta.seeds else ""),
+        f"- held-out text: {meta.heldout}",
+    ]
+    if meta.hardware:
+        lines.append(f"- hardware: {meta.hardware}")
+    if meta.command:
+        lines.append(f"- command: `{meta.command}`")
+    if results:
+        lines.append(f"- training wall time, all runs: {duration(sum(r.elapsed for r in results))}")
+    lines.append("")
+    budgets = budgets_of(gs)
+    lines += verdict_sections(results, several_seeds=len(meta.seeds) > 1)
+    sw = analysis.sweep(gs)
+    if sw is not None:
+        lines += sweep_section(sw)
+    last = [g for g in gs if g.budget == budgets[-1]]
+    lines += intrinsic_section(last, analysis.intrinsic_correlations(last))
+    lines += ["## Every run", "", markdown_table(results), ""]
+    lines += [
+        "![held-out bits per character against training FLOPs](bpc_vs_flops.png)",
+        "",
+        "![final held-out bits per character against vocabulary size](bpc_vs_vocab.png)",
+        "![held-out characters per token against vocabulary size](chars_per_token_vs_vocab.png)",
+        "",
+        "The same curves against characters seen and wall time: [curves.png](curves.png). Every row, with more "
+        "columns: [results.csv](results.csv), [results.json](results.json).",
+        "",
+        "## How to read it",
+        "",
+        "- **minus the best, 95% interval**: this tokenizer's mean bits/char minus the best one's, with a paired "
+        "bootstrap interval: the held-out characters are cut into fixed-size blocks (the same blocks for every "
+        "model), and 10,000 times the blocks are drawn with replacement, once for both models, and the seeds of "
+        "each tokenizer with replacement (Koehn 2004; Efron and Tibshirani 1993). A winner is named only when "
+        "every eligible tokenizer's interval excludes zero (docs/compare.md).",
+        "- **status**: `under-trained` (fewer optimizer steps than the learning-rate warm-up, or fewer than "
+        f"{analysis.MIN_EVALS} evaluations) and `lossy` (a held-out document that does not round-trip, or `<unk>` "
+        "tokens: measured, whatever the tokenizer's kind) runs are shown but never named best.",
+        "- **params**: the token embedding (tied to the output layer, counted once; plus the position "
+        "embedding with learned positions) + everything else. The vocabulary changes only the first part.",
+        "- **held-out chars/token**: characters of the held-out text per token of this tokenizer.",
+        "- **tokens seen, chars seen, FLOPs, wall time**: what the training run consumed (FLOPs per token = "
+        "6 x non-embedding parameters + attention + output layer, docs/training.md).",
+        "- **held-out bits/char**: the final model's cross-entropy on the held-out characters, summed over its "
+        "own tokens and divided by ln 2 x the characters (bits.py, docs/bits.md); lower is better and the "
+        "figure is comparable across tokenizers. The curves use pretrain.py's held-out slice (the start of the "
+        "same text, `--eval-chars` characters).",
+        "- **unk**: share of the held-out tokens that are `<unk>`; **round trip**: share of held-out "
+        "documents that decode back to exactly their text.",
+        "",
+    ]
+    if any(r.lossy for r in results):
+        lines += ["## What lossy models do not predict", "", WORD_NOTE, ""]
+    lines += provenance_section(meta)
+    if meta.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in meta.notes]
+    return "\n".join(lines).rstrip("\n") + "\n"

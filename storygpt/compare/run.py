@@ -1,0 +1,439 @@
+"""compare.py's run order: the tools as subprocesses, for every tokenizer SPEC, budget and seed.
+
+Every check first (arguments, SPECs, run folders), then ``data.py`` for every tokenizer (skipped when its
+token files are there and were made with these options), the budget warnings and one thread probe, then
+``pretrain.py`` (continued with ``--resume`` when a checkpoint is there, skipped when the run has finished)
+and ``bits.py --json --block-chars`` per run, then the report (storygpt.compare.report).  Tools run through
+:func:`storygpt.compare.toolrun.run_tool`, which tests replace.  :func:`compare` and :func:`rerun` are
+compare.py's two commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from storygpt.atomic import write_text
+from storygpt.compare import probe, provenance, toolrun
+from storygpt.compare.analysis import MIN_EVALS
+from storygpt.compare.settings import (
+    BUDGETS,
+    DEFAULT_SPECS,
+    PRETRAIN_BATCH,
+    CompareError,
+    Run,
+    Settings,
+    budget_label,
+    budget_of,
+    budget_warning,
+    check_run_folder,
+    collect,
+    corpus_name,
+    estimate_steps,
+    eval_interval_for,
+    finished,
+    measured,
+    number,
+    parse_specs,
+    read_json_or_none,
+    report_meta,
+    shape_flags,
+    shape_of,
+    stale_token_files,
+    status_line,
+    token_files,
+    train_chars_per_token,
+    vocab_size_of,
+)
+from storygpt.model.recipes import RECIPES
+
+#: The checkout: data.py, pretrain.py and bits.py lie beside storygpt/.
+HERE = Path(__file__).resolve().parents[2]
+PROG = "compare.py"
+#: compare.py flags passed on to every pretrain.py run as they are: attribute -> pretrain.py flag.  A new
+#: pretrain.py setting that a comparison must vary goes here (and in compare.py's build_parser); it is part of the
+#: settings that name the folder of runs, and it is recorded in each run's compare.json.
+FORWARDED = {"recipe": "--recipe"}
+#: pretrain.py's defaults that the pre-training guard needs (when --pretrain-args does not set them).
+PRETRAIN_WARMUP = 20
+
+
+def python_tool(name: str) -> list[str]:
+    return [sys.executable, str(HERE / name)]
+
+
+def tool_failed(tool: str, run: Run, rc: int) -> CompareError:
+    why = toolrun.last_line(run.log)
+    return CompareError(f"{tool} failed for {run.spec} (exit {rc}): {why} (log: {run.log})")
+
+
+def prepare_data(run: Run, args, settings: Settings, data_dir: Path) -> bool:
+    """data.py for this tokenizer unless its files are there, made with these options; True when it ran."""
+    if all(p.is_file() for p in token_files(data_dir, run.slug)) and (data_dir / "valid.txt").is_file():
+        why = stale_token_files(data_dir, run.slug, settings.data_args)
+        if why is None:
+            return False
+        print(f"{run.spec}: the token files in {data_dir} were made with {why}: making them again", flush=True)
+    cmd = python_tool("data.py") + ["--tokenizer", str(run.spec), "--out", args.data_root, "--quiet"]
+    if args.train_file:
+        cmd += ["--train-file", args.train_file]
+    else:
+        cmd += ["--corpus", args.corpus]
+    for flag, value in (
+        ("--valid-file", args.valid_file),
+        ("--valid-fraction", args.valid_fraction),
+        ("--sdist", args.sdist),
+        ("--name", args.name),
+    ):
+        if value is not None:
+            cmd += [flag, str(value)]
+    cmd += settings.data_args
+    rc = toolrun.run_tool(cmd, run.log, args.verbose)
+    if rc != 0:
+        raise tool_failed("data.py", run, rc)
+    missing = [str(p) for p in token_files(data_dir, run.slug) if not p.is_file()]
+    if missing:
+        raise CompareError(f"data.py did not write {', '.join(missing)} for {run.spec} (log: {run.log})")
+    return True
+
+
+def forwarded_flags(args) -> list[str]:
+    """The :data:`FORWARDED` flags compare.py was given, as pretrain.py flags."""
+    out = []
+    for attr, flag in FORWARDED.items():
+        value = getattr(args, attr, None)
+        if value is not None:
+            out += [flag, str(value)]
+    return out
+
+
+def pretrain_setting(pretrain_args: list[str], flag: str, default):
+    """The value of ``flag`` in --pretrain-args (its last one), else ``default``."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(flag, type=type(default))
+    known, _ = p.parse_known_args(pretrain_args)
+    value = getattr(known, flag.lstrip("-").replace("-", "_"))
+    return default if value is None else value
+
+
+def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, shape: dict | None, threads) -> str:
+    """pretrain.py for this run: fresh, or --resume from its checkpoint; returns 'trained' or 'resumed'."""
+    from tqdm import tqdm
+
+    key_name, value = run.budget
+    flag, key, unit = BUDGETS[key_name]
+    resume = (run.folder / "ckpt.pt").is_file()
+    cmd = python_tool("pretrain.py") + [
+        "--data",
+        str(data_dir),
+        "--tokenizer",
+        str(run.spec),
+        "--out-dir",
+        str(out_root),
+        "--run-name",
+        run.folder.name,
+        flag,
+        f"{value:g}",
+        "--seed",
+        str(run.seed),
+        "--no-progress",
+    ]
+    if settings.position == "rope":
+        cmd.append("--rope")
+    cmd += shape_flags(args)
+    if settings.batch_size is not None:
+        cmd += ["--batch-size", str(settings.batch_size)]
+    cpt = train_chars_per_token(data_dir, run.slug)
+    interval = eval_interval_for(args, run.budget, shape, vocab_size_of(data_dir, run.slug), cpt)
+    if interval is not None:
+        cmd += ["--eval-interval", str(interval)]
+    if args.device:
+        cmd += ["--device", args.device]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    cmd += settings.forwarded + settings.pretrain_args
+    cmd.append("--resume" if resume else "--force")
+    run.folder.mkdir(parents=True, exist_ok=True)
+    record = read_json_or_none(run.folder / "compare.json") or {}
+    record.update(
+        spec=str(run.spec),
+        settings=asdict(settings),
+        budget=list(run.budget),
+        seed=run.seed,
+        warmup_steps=pretrain_setting(settings.pretrain_args, "--warmup-steps", PRETRAIN_WARMUP),
+    )
+    write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
+    total = value * (60.0 if key_name == "minutes" else 1.0)
+    bar = tqdm(
+        total=total,
+        desc=f"  {run.label}",
+        unit="s" if key == "elapsed" else "",
+        unit_scale=key != "elapsed",
+        leave=False,
+        disable=None if not args.verbose else True,
+        file=sys.stderr,
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} " + unit + " [{elapsed}<{remaining}]",
+    )
+    cpu0 = provenance.children_cpu()
+    try:
+        rc = toolrun.run_tool(cmd, run.log, args.verbose, toolrun.MetricsTail(run.folder / "metrics.jsonl", key), bar)
+    finally:
+        bar.close()
+    if rc != 0:
+        raise tool_failed("pretrain.py", run, rc)
+    if not finished(run):
+        raise CompareError(
+            f"pretrain.py ended for {run.spec} but {run.folder / 'summary.json'} does not say its budget is spent "
+            f"(log: {run.log})"
+        )
+    record["provenance"] = {
+        **provenance.environment(HERE),
+        "cpu_time": (record.get("provenance") or {}).get("cpu_time", 0.0) + provenance.children_cpu() - cpu0,
+        "token_files": provenance.token_fingerprints(token_files(data_dir, run.slug)),
+        "command": ["pretrain.py", *cmd[2:]],
+    }
+    write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
+    return "resumed" if resume else "trained"
+
+
+def measure(run: Run, args, settings: Settings, threads) -> None:
+    """bits.py on the final checkpoint, writing run/bits.json (with the held-out block losses)."""
+    cmd = python_tool("bits.py") + [
+        str(run.folder / "ckpt.pt"),
+        "--chars",
+        str(settings.bits_chars),
+        "--block-chars",
+        str(args.block_chars),
+        "--json",
+        str(run.folder / "bits.json"),
+        "--no-progress",
+    ]
+    if args.device:
+        cmd += ["--device", args.device]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    rc = toolrun.run_tool(cmd, run.log, args.verbose)
+    if rc != 0:
+        raise tool_failed("bits.py", run, rc)
+    record = read_json_or_none(run.folder / "compare.json") or {"spec": str(run.spec), "settings": asdict(settings)}
+    record["measured_chars"] = settings.bits_chars
+    record["block_chars"] = args.block_chars
+    write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------ checks before any training
+def check_arguments(args) -> None:
+    """Refuse values that cannot work together, naming them (before anything runs; single values: RANGES)."""
+    if args.seed < 0 or args.seed + args.seeds - 1 > 2**63 - 1:
+        raise CompareError(f"--seed {args.seed} with --seeds {args.seeds}: seeds must lie in 0 .. 2**63-1")
+    if args.bits_chars and args.bits_chars < 2 * args.block_chars:
+        raise CompareError(
+            f"--bits-chars {args.bits_chars} holds fewer than 2 blocks of --block-chars {args.block_chars}: "
+            "the bootstrap needs at least 2"
+        )
+    if args.train_file and not Path(args.train_file).is_file():
+        raise CompareError(f"--train-file {args.train_file}: no such file")
+
+
+def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> int | None:
+    """The thread count of every run: --threads, or --pretrain-args' --threads, or timed once here."""
+    if args.threads:
+        return args.threads
+    if "--threads" in " ".join(settings.pretrain_args):
+        return None  # the user's pretrain.py flag is passed as it is
+    from storygpt.runtime import usable_cores
+
+    cores = usable_cores()
+    if cores <= 1 or (args.device or "cpu") != "cpu" or shape is None:
+        return 1 if cores <= 1 else None
+    t0 = time.perf_counter()
+    threads, timings = probe.probe_threads(
+        shape, max(vocab_sizes or [256]), settings.batch_size or PRETRAIN_BATCH, [1, cores], not args.learned
+    )
+    print(
+        "threads: timed "
+        + ", ".join(f"{n} -> {t * 1000:.0f} ms" for n, t in timings.items())
+        + f" per training step (once, {duration_since(t0)}, charged to no budget); every run uses {threads}",
+        flush=True,
+    )
+    return threads
+
+
+def compare(args, argv: list[str]) -> int:
+    """Run the comparison compare.py's ``args`` describe (``argv``: its arguments, recorded for --rerun):
+    every check, then data, the thread probe, training and measuring, then the report; returns the exit
+    status (2 after a one-line error, 130 after Ctrl-C)."""
+    t_start = time.perf_counter()
+    try:
+        check_arguments(args)
+        specs = parse_specs(args.specs or list(DEFAULT_SPECS))
+        budget_key, budget_values = budget_of(args)
+        try:
+            pretrain_args, data_args = shlex.split(args.pretrain_args), shlex.split(args.data_args)
+        except ValueError as e:
+            raise CompareError(f"--pretrain-args/--data-args: {e}") from None
+        corpus = corpus_name(args)
+        default_name = f"{corpus}-{budget_label(budget_key, budget_values[0])}" + "".join(
+            f"-{number(v)}" for v in budget_values[1:]
+        )
+        if args.seeds > 1:
+            default_name += f"-{args.seeds}seeds"
+        report = args.report or default_name
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", report) or report in (".", ".."):
+            raise CompareError(f"--report {report!r}: use letters, digits, '.', '_' and '-' only (a folder name)")
+        shape = shape_of(args)
+        data_dir = Path(args.data_root) / corpus
+        settings = Settings(
+            corpus=corpus,
+            data_dir=str(data_dir.resolve()),
+            position="learned" if args.learned else "rope",
+            preset=args.preset,
+            shape=shape_flags(args),
+            batch_size=args.batch_size,
+            bits_chars=args.bits_chars,
+            pretrain_args=pretrain_args,
+            data_args=data_args,
+            forwarded=forwarded_flags(args),
+            block_chars=args.block_chars,
+            recipe_parts=dict(RECIPES.get(args.recipe, {})),
+        )
+        out_root = Path(args.out_dir) / settings.key()  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
+        report_dir = Path(args.reports_dir) / report
+        seeds = [args.seed + i for i in range(args.seeds)]
+        runs = []
+        for spec in specs:
+            try:
+                slug = spec.slug
+            except (FileNotFoundError, ValueError) as e:
+                raise CompareError(str(e)) from None
+            for value in budget_values:
+                for seed in seeds:
+                    name = f"{settings.position}-{slug}-{budget_label(budget_key, value)}-s{seed}"
+                    folder = out_root / corpus / name
+                    runs.append(Run(spec, slug, folder, report_dir / "logs" / f"{slug}.log", (budget_key, value), seed))
+        for run in runs:
+            check_run_folder(run, settings)
+
+        unit = BUDGETS[budget_key][2]
+        print(
+            f"compare: {len(specs)} tokenizer{'s' if len(specs) != 1 else ''} ({' '.join(map(str, specs))}) on {corpus}, "
+            f"{', '.join(number(v) for v in budget_values)} {unit} each, {args.seeds} seed{'s' if args.seeds != 1 else ''}"
+            f": {len(runs)} runs -> {report_dir}",
+            flush=True,
+        )
+        todo = [r for r in runs if not (finished(r) and measured(r, settings))]
+        # data first for every tokenizer, then the budget warnings, then one thread probe: all before training
+        for spec in dict.fromkeys(r.spec for r in todo if not finished(r)):
+            first = next(r for r in todo if r.spec == spec)
+            t1 = time.perf_counter()
+            if prepare_data(first, args, settings, data_dir):
+                print(f"data for {spec}: {duration_since(t1)}", flush=True)
+        warmup = pretrain_setting(pretrain_args, "--warmup-steps", PRETRAIN_WARMUP)
+        batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
+        notes = []
+        for run in runs:
+            cpt = train_chars_per_token(data_dir, run.slug)
+            steps = estimate_steps(run.budget, shape, vocab_size_of(data_dir, run.slug), batch, cpt)
+            why = budget_warning(str(run.spec), run.budget, steps, warmup, MIN_EVALS)
+            if why and why not in notes:
+                notes.append(why)
+                print(why, flush=True)
+        threads = None
+        if any(not finished(r) for r in todo):
+            sizes = [v for v in (vocab_size_of(data_dir, r.slug) for r in todo) if v]
+            threads = chosen_threads(args, settings, shape, sizes)
+        elif todo:
+            threads = args.threads or None
+
+        for i, run in enumerate(runs, 1):
+            t0 = time.perf_counter()
+            if run not in todo:
+                print(status_line(i, len(runs), run, "done before"), flush=True)
+                continue
+            print(f"[{i}/{len(runs)}] {run.label:<24} ...", flush=True)
+            did = []
+            if not finished(run):
+                t1 = time.perf_counter()
+                if prepare_data(run, args, settings, data_dir):
+                    did.append(f"data {duration_since(t1)}")
+                t1 = time.perf_counter()
+                how = train(run, args, settings, data_dir, out_root, shape, threads)
+                did.append(f"{how} {duration_since(t1)}")
+            t1 = time.perf_counter()
+            measure(run, args, settings, threads)
+            did.append(f"measured {duration_since(t1)}")
+            print(status_line(i, len(runs), run, ", ".join(did), time.perf_counter() - t0), flush=True)
+
+        results, curves = collect(runs)
+        meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE)
+        meta.notes += [n.removeprefix("warning: ") for n in notes]
+        from storygpt.compare.report import verdict_sections, write_report
+        from storygpt.compare.report_tables import markdown_table
+
+        try:
+            write_report(report_dir, results, meta, curves)
+        except OSError as e:  # a read-only or full reports folder: the runs are kept, the report can be made again
+            why = e.strerror or str(e)
+            raise CompareError(
+                f"cannot write the report in {report_dir}: {why}; the runs are finished, run again"
+            ) from None
+    except CompareError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted; run the same command again to continue", file=sys.stderr)
+        return 130
+    print()
+    print(markdown_table(results))
+    print()
+    print("\n".join(verdict_sections(results, several_seeds=len(meta.seeds) > 1)).rstrip())
+    print(f"\nwrote {report_dir}/report.md, results.csv, results.json and plots ({duration_since(t_start)})")
+    return 0
+
+
+def rerun(report: str, argv: list[str], parser, again) -> int:
+    """``compare.py --rerun REPORT``: the report's command again, every run trained afresh in new folders
+    (``--out-dir OUT_DIR/rerun``), then each run's bits/char beside the report's.  ``parser``: compare.py's
+    argument parser; ``again``: compare.py's main, run on the report's arguments."""
+    path = Path(report)
+    path = path / "results.json" if path.is_dir() else path
+    doc = read_json_or_none(path)
+    argv_ok = isinstance(doc, dict) and isinstance(doc.get("meta"), dict) and isinstance(doc["meta"].get("argv"), list)
+    if not argv_ok or not all(isinstance(a, str) for a in doc["meta"]["argv"]):
+        print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
+        return 2
+    old = [a for a in doc["meta"]["argv"]]
+    if len(argv) > 2:
+        others = [a for a in argv if a != report and not a.startswith("--rerun")]
+        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
+        return 2
+    if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
+        used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
+        old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
+    parsed = parser.parse_args(old)
+    name = (parsed.report or doc["meta"]["name"]) + "-rerun"
+    new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
+    rc = again(new_argv)
+    if rc != 0:
+        return rc
+    again = read_json_or_none(Path(parsed.reports_dir) / name / "results.json") or {}
+    before = {(r["spec"], r.get("budget"), r.get("seed")): r["bits_per_char"] for r in doc.get("results", [])}
+    print("\nrun (tokenizer, budget, seed)        report    rerun  difference")
+    for r in again.get("results", []):
+        key = (r["spec"], r.get("budget"), r.get("seed"))
+        if key in before:
+            d = r["bits_per_char"] - before[key]
+            print(f"{' '.join(map(str, key)):<34} {before[key]:.4f}  {r['bits_per_char']:.4f}  {d:+.4f}")
+    return 0
+
+
+def duration_since(t0: float) -> str:
+    from storygpt.compare.report_tables import duration
+
+    return duration(time.perf_counter() - t0)
