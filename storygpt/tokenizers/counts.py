@@ -33,9 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .base import EOT
+from .base import EOT, clean_text
 from .bpe import BPETokenizer, load_cpp
-from .bpe_train import MAX_COUNT, _checked_counts, _text_items, check_train_files, train_bpe
+from .bpe_train import MAX_COUNT, check_train_files, train_bpe
 
 FORMAT = "storygpt-chunk-counts"
 VERSION = 1
@@ -101,7 +101,7 @@ def count_shard(
         for path in check_train_files(source):
             counter.add_file(path)
     else:
-        counter.add_texts(_text_items(source), label="count_shard texts")
+        counter.add_texts(_texts(source), label="count_shard texts")
     return ChunkCounts(dict(counter.counts()), pattern, specials)
 
 
@@ -206,10 +206,11 @@ def read_counts(path: str | os.PathLike) -> ChunkCounts:
         counts[chunk] = c
     if not counts:
         raise ValueError(f"{path}: no chunks (a counts file of an empty text cannot train a tokenizer)")
-    try:
-        _checked_counts(counts)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
+    bound = sum(c * (len(k) - 1) for k, c in counts.items())  # bounds every pair count at every merge
+    if bound > MAX_COUNT:
+        raise ValueError(
+            f"{path}: counts too large: pair counts could exceed 2**63-1 (sum of count * (bytes - 1): {bound})"
+        )
     return ChunkCounts(counts, pattern, tuple(specials))
 
 
@@ -231,6 +232,17 @@ def train_from_counts(
         tie_break=tie_break,
         progress=progress,
     )
+
+
+def _texts(texts):
+    """Each item as UTF-8 bytes (lone surrogates as U+FFFD); TypeError naming the index of a non-text item."""
+    for i, item in enumerate(texts):
+        if isinstance(item, str):
+            yield clean_text(item).encode("utf-8")
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            yield bytes(item)
+        else:
+            raise TypeError(f"count_shard texts: item {i} is {type(item).__name__}, not str or bytes")
 
 
 #: the patterns BPE training cuts chunks with (data.py --pattern)

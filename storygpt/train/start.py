@@ -178,8 +178,6 @@ def open_trackers(r: Run, kinds, resume_step: int | None) -> list:
     """
     if not kinds:
         return []
-    import storygpt
-    from storygpt import provenance
     from storygpt.train import tracking
 
     emb, non_emb = r.params
@@ -194,7 +192,7 @@ def open_trackers(r: Run, kinds, resume_step: int | None) -> list:
         "batch_windows": r.hyper.batch_size * r.hyper.grad_accum * r.dist.world,
         "processes": r.dist.world,
         "args": m["args"],  # every resolved flag
-        "provenance": provenance.environment(Path(storygpt.__file__).resolve().parent.parent),
+        "provenance": tracking.provenance(),
     }
     try:
         kinds = tracking.parse_kinds(",".join(kinds))  # a resumed run's trackers: their packages still there?

@@ -51,6 +51,42 @@ def parse_kinds(text: str | None) -> tuple[str, ...]:
     return kinds
 
 
+def provenance() -> dict:
+    """storygpt's version, the git commit of its checkout and whether tracked files differ from it (``dirty``;
+    None outside a git checkout), the torch, numpy and Python versions and the platform."""
+    import platform
+    import subprocess
+    from importlib import metadata
+
+    import storygpt
+
+    repo = Path(storygpt.__file__).resolve().parent.parent
+
+    def git(*args):
+        try:
+            done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    def version(package):
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "storygpt": storygpt.__version__,
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": None if status is None else bool(status),
+        "torch": version("torch"),
+        "numpy": version("numpy"),
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+    }
+
+
 def scalars(row: dict) -> dict[str, float]:
     """A metrics.jsonl row's numbers as ``{KIND/FIELD: value}`` (the step itself and non-numbers left out)."""
     kind = row.get("kind", "row")

@@ -1,7 +1,7 @@
 """The engines of compare.py --jobs / --executor (storygpt.compare.executors) with stand-in jobs: runs at once,
 killed runs retried, failed runs named with their log while the rest go on, the slots --jobs makes, and the
 one-line refusals (an unreachable Ray address, a Slurm setting submitit rejects).  The real runs through
-every engine: tests/tools/test_compare_scale.py."""
+every engine: tests/compare/test_compare_scale.py."""
 
 from __future__ import annotations
 
