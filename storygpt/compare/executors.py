@@ -382,10 +382,12 @@ class SlurmEngine:
 
 
 # ------------------------------------------------------------------ the loop
-def execute(engine, jobs: list[Job], retries: int, say: Callable[[str], None]) -> list[Outcome]:
+def execute(
+    engine, jobs: list[Job], retries: int, say: Callable[[str], None], done: Callable[[Outcome], None] | None = None
+) -> list[Outcome]:
     """Run ``jobs`` on ``engine``: killed runs submitted again (at most ``retries`` times each), failed runs
-    named; returns an Outcome per job (in the order they ended).  Ctrl-C stops the engine's runs (each writes
-    its checkpoint) and raises KeyboardInterrupt."""
+    named; returns an Outcome per job (in the order they ended; ``done`` is called with each that succeeded).
+    Ctrl-C stops the engine's runs (each writes its checkpoint) and raises KeyboardInterrupt."""
     pending = deque(jobs)
     attempts = {id(j): 0 for j in jobs}
     outcomes = []
@@ -402,6 +404,8 @@ def execute(engine, jobs: list[Job], retries: int, say: Callable[[str], None]) -
             n = attempts[id(job)]
             if exc is None:
                 outcomes.append(Outcome(job, True, "", n, result))
+                if done is not None:
+                    done(outcomes[-1])
             elif isinstance(exc, RunKilled) and n <= retries:
                 say(f"{job.label}: {exc or 'stopped from outside'}; again from its checkpoint (retry {n}/{retries})")
                 pending.appendleft(job)
@@ -420,3 +424,71 @@ def execute(engine, jobs: list[Job], retries: int, say: Callable[[str], None]) -
         raise
     engine.close()
     return outcomes
+
+
+# ------------------------------------------------------------------ compare.py's flags
+def add_arguments(p) -> None:
+    """compare.py's flags for where the runs train (and the model sizes of an isoFLOP sweep, the tracking)."""
+    g = p.add_argument_group(
+        "runs at once, on a cluster (docs/compare.md; a run's figures never depend on these, only on its threads)"
+    )
+    g.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="train N runs at once on this machine: the CPU cores split between them (--threads each, 1 when not "
+        "given), or one run per GPU. Default: chosen from the machine and printed",
+    )
+    g.add_argument(
+        "--executor",
+        choices=["local", "ray", "slurm"],
+        default="local",
+        help="where the runs train: this machine (--jobs), Ray tasks (pip install -e .[ray]) or Slurm jobs through "
+        "submitit (pip install -e .[slurm])",
+    )
+    g.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="a running Ray cluster to join (or auto); default: start a local Ray on this machine's cores",
+    )
+    g.add_argument("--ray-gpus", type=float, default=0, metavar="N", help="GPUs each Ray task asks for")
+    g.add_argument("--slurm-partition", metavar="NAME", help="Slurm partition of the runs' jobs")
+    g.add_argument("--slurm-time", type=int, default=60, metavar="MINUTES", help="time limit of each run's job")
+    g.add_argument("--slurm-gpus", type=int, default=0, metavar="N", help="GPUs per run's job")
+    g.add_argument("--slurm-cpus", type=int, default=1, metavar="N", help="CPUs per run's job (its --threads)")
+    g.add_argument(
+        "--slurm-param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any other sbatch setting, as submitit's slurm_KEY (e.g. mem_gb=8, qos=high); repeat for more",
+    )
+    g.add_argument(
+        "--slurm-cluster",
+        choices=["slurm", "local"],
+        default="slurm",
+        help="local: run the jobs on this machine through submitit's local executor (for trying it out)",
+    )
+    g.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="times a run stopped from outside (killed, preempted, a lost worker) is submitted again; it continues "
+        "from its checkpoint",
+    )
+    g.add_argument(
+        "--sizes",
+        metavar="NAME[,NAME...]",
+        help="model sizes (pretrain.py presets, e.g. tiny,small,base): every tokenizer at every size; with several "
+        "--budget-flops the report gives the compute-optimal size and tokenizer per budget (isoFLOP frontier)",
+    )
+    g.add_argument(
+        "--log",
+        metavar="KIND[,KIND]",
+        help="pretrain.py --log for every run: tensorboard, wandb or tensorboard,wandb (the run folders' tracking)",
+    )
+
+
+#: compare.py's allowed values of these flags (storygpt.cli.check_ranges)
+RANGES = {"jobs": (1, None), "retries": (0, None), "slurm_time": (1, None), "slurm_gpus": (0, None)}
+RANGES |= {"slurm_cpus": (1, None), "ray_gpus": (0, None)}

@@ -52,7 +52,8 @@ def cells(results: Sequence) -> list[Cell]:
     """RunResult rows (with ``size``) grouped by (budget, SPEC, size), in order of first appearance."""
     grouped: dict[tuple, list] = {}
     for r in results:
-        grouped.setdefault((r.budget_value, r.spec, r.size), []).append(r)
+        spec = r.spec.rsplit("@", 1)[0] if f"@{r.size}" in r.spec else r.spec  # compare.py's rows: SPEC@SIZE
+        grouped.setdefault((r.budget_value, spec, r.size), []).append(r)
     out = []
     for (budget, spec, size), runs in grouped.items():
         blocks = [(r.block_nats, r.block_characters) for r in runs]
@@ -194,6 +195,32 @@ def frontiers(results: Sequence, replicates: int = REPLICATES, level: float = LE
             bf.winner = bf.best.spec
         out.append(bf)
     return out
+
+
+def as_dict(bf: BudgetFrontier) -> dict:
+    """One budget's frontier for results.json."""
+    return {
+        "budget": bf.budget,
+        "best": bf.best.spec if bf.best else None,
+        "winner": bf.winner,
+        "tied": bf.tied,
+        "left_out": bf.left_out,
+        "differences": {s: dict(zip(("diff", "low", "high"), d)) for s, d in bf.differences.items()},
+        "curves": [
+            {
+                "spec": c.spec,
+                "vocab_size": c.vocab_size,
+                "optimal_params": c.optimum.params,
+                "optimal_bpc": c.optimum.bpc,
+                "edge": c.optimum.edge,
+                "params_interval": c.params_interval,
+                "bpc_interval": c.bpc_interval,
+                "nearest_size": c.best_size,
+                "points": [{"size": x.size, "params": x.params, "bits_per_char": x.bpc} for x in c.cells],
+            }
+            for c in bf.curves
+        ],
+    }
 
 
 # ------------------------------------------------------------------ the report's words
