@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 from pathlib import Path
 
 import fake_runs
 import pytest
-from conftest import call_tool, one_error_line
+from conftest import REPO, call_tool, one_error_line
 
 from storygpt.compare import toolrun
 
@@ -266,6 +267,7 @@ def figures(report: Path) -> dict:
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """The --jobs 1 figures of two tiny real runs (the reference of the slow tests)."""
+    sys.path.insert(0, str(REPO / "tests" / "tools"))  # test_bits.py lives with the tools' tests
     import test_bits as kit
 
     root = tmp_path_factory.mktemp("scale")
