@@ -436,8 +436,8 @@ def add_arguments(p) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="train N runs at once on this machine: the CPU cores split between them (--threads each, 1 when not "
-        "given), or one run per GPU. Default: chosen from the machine and printed",
+        help="train N runs at once on this machine: the CPU cores split between them (--threads, or the probed "
+        "count, each; cut to cores/N), or one run per GPU. Default: chosen from the machine and printed",
     )
     g.add_argument(
         "--executor",
