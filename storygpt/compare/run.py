@@ -500,7 +500,8 @@ def compare(args, argv: list[str]) -> int:
         for run in runs:
             cpt = train_chars_per_token(data_dir, run.slug)
             steps = estimate_steps(run.budget, shape_for(run, shape), vocab_size_of(data_dir, run.slug), batch, cpt)
-            why = budget_warning(str(run.spec), run.budget, steps, warmup, MIN_EVALS)
+            name = f"{run.spec}@{run.size}" if run.size else str(run.spec)
+            why = budget_warning(name, run.budget, steps, warmup, MIN_EVALS)
             if why and why not in notes:
                 notes.append(why)
                 print(why, flush=True)
