@@ -21,6 +21,7 @@ import argparse
 import sys
 
 from storygpt.cli import ToolParser, check_ranges
+from storygpt.compare import executors
 from storygpt.compare.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.compare.run import PROG, compare, rerun
 from storygpt.compare.settings import DEFAULT_BITS_CHARS, DEFAULT_BUDGET_FLOPS, DEFAULT_SPECS, EVALS_PER_RUN, number
@@ -190,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     from storygpt.compare.tasks_section import add_arguments as add_task_arguments
 
     add_task_arguments(p)
+    executors.add_arguments(p)
     return p
 
 
@@ -198,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 MAX_SEEDS = 1000  # runs are listed before any work: a count far beyond any comparison is refused at once
 RANGES = {"bits_chars": (0, None), "seeds": (1, MAX_SEEDS), "block_chars": (1, None), "threads": (0, None)}
 RANGES |= dict.fromkeys(("n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_interval"), (1, None))
+RANGES |= executors.RANGES
 
 
 def main(argv: list[str] | None = None) -> int:

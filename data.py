@@ -100,8 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--pattern",
         choices=["simple", "gpt2", "gpt4", "o200k"],
-        default=DEFAULT_PATTERN,
-        help="BPE pre-tokenization pattern (default: %(default)s; docs/data.md explains the choice)",
+        help=f"BPE pre-tokenization pattern (default: {DEFAULT_PATTERN}; docs/data.md explains the choice)",
+    )
+    p.add_argument(
+        "--counts",
+        metavar="FILE",
+        help="train bpe[:VOCAB] from this chunk counts file (made by storygpt.tokenizers.counts, e.g. on a "
+        "cluster; format and a Ray Data example: docs/tokenizers.md) instead of counting train.txt; its "
+        "pattern is used",
     )
     p.add_argument(
         "--tie-break",
@@ -167,6 +173,8 @@ def check_args(parser, args) -> None:
         parser.error("--name must not be empty (it is the corpus folder under --out)")
     if args.tinystories_dir is not None and args.train_file is not None:
         parser.error("give either --tinystories-dir or --train-file, not both")
+    if args.counts is None and args.pattern is None:
+        args.pattern = DEFAULT_PATTERN
 
 
 def _main(args) -> int:
@@ -183,12 +191,17 @@ def _main(args) -> int:
                 raise SpecError(f"--tokenizer {args.tokenizer} names a vocabulary size already; drop --vocab-size")
             spec = spec.with_vocab_size(args.vocab_size)
         _ = spec.slug  # a missing hf:/file: file is named here, before the corpus is read
+        if args.counts is not None and spec.kind != "bpe":
+            raise SpecError(f"--counts trains bpe[:VOCAB] only, not --tokenizer {spec}")
     except (SpecError, FileNotFoundError) as e:
         print(f"data.py: error: {e}", file=sys.stderr)
         return 2
     try:
         tok, tok_s = None, 0.0
-        if not spec.is_trained:  # a tokenizer read from a file: a bad one is refused before the corpus is fetched
+        if args.counts is not None:  # a bad counts file is refused before the corpus is fetched
+            t0 = time.perf_counter()
+            tok, tok_s = _from_counts(spec, args), time.perf_counter() - t0
+        elif not spec.is_trained:  # a tokenizer read from a file: a bad one is refused before the corpus is fetched
             t0 = time.perf_counter()
             tok, tok_s = build_tokenizer(spec), time.perf_counter() - t0
         corpus = get_corpus(
@@ -229,6 +242,20 @@ def _main(args) -> int:
     print(format_report(stats))
     print(f"wrote {os.path.join(args.out, corpus.name)}/: {', '.join(stats['files'])}")
     return 0
+
+
+def _from_counts(spec, args):
+    """The bpe tokenizer of ``--counts FILE`` (its pattern; the merge loop of train_bpe)."""
+    from storygpt.tokenizers.base import EOT
+    from storygpt.tokenizers.counts import read_counts, train_from_counts
+
+    counts = read_counts(args.counts)
+    if args.pattern is not None and args.pattern != counts.pattern:
+        raise ValueError(f"--counts {args.counts}: counted with --pattern {counts.pattern}, not {args.pattern}")
+    if EOT not in counts.special_tokens:
+        raise ValueError(f"--counts {args.counts}: its special tokens {list(counts.special_tokens)} lack {EOT}")
+    args.pattern = counts.pattern
+    return train_from_counts(counts, spec.vocab_size, args.min_frequency, args.tie_break)
 
 
 if __name__ == "__main__":

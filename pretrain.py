@@ -23,6 +23,7 @@ from storygpt.model import recipes
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.registry import kind_help
 from storygpt.tokenizers.spec import SpecError, parse_spec
+from storygpt.train import tracking
 from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, log_master
 
 # Nothing above imports torch: a bad flag or an existing run folder is answered in a fraction of a second.
@@ -43,7 +44,7 @@ OPTIM_FLAGS = (
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data", "eval"}
-RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run"}
+RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run", "log"}
 
 
 def part(text: str, field: str) -> str:
@@ -160,6 +161,13 @@ FLAGS = {
             "NAME=PATH: also measure this named evaluation set (its first --eval-chars characters) at each "
             "evaluation, logged in metrics.jsonl under sets (repeatable; default: each held-out work of valid.txt)",
         ),
+        (
+            "--log",
+            str,
+            None,
+            "also log metrics.jsonl's scalars, recipe and provenance to tensorboard (RUN/tensorboard), wandb "
+            "(RUN/wandb; WANDB_MODE=offline: no upload) or tensorboard,wandb; off unless given (none: off on --resume)",
+        ),
     ],
     "hardware": [
         ("--device", str, "auto", "auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps"),
@@ -222,6 +230,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     except SpecError as e:
         parser.error(f"--tokenizer: {e}")
     args.bpe = False
+    try:
+        args.log = list(tracking.parse_kinds(args.log))
+    except (ValueError, tracking.TrackingError) as e:
+        parser.error(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e))
     return args, explicit
 
 
@@ -323,7 +335,7 @@ def train_in(
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
     optim = OptimConfig(**{k: getattr(a, k) for k in OPTIM_FLAGS}, kind=a.optimizer)
     peak, end = schedule_peak(optim, a.lr, a.min_lr)  # "muon": multipliers of each group's peak
-    options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
+    options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress, tuple(a.log or ()))
     r, live = start.build(
         config=config,
         tokenizer=tokenizer,

@@ -221,7 +221,7 @@ def record_tools(arg: str) -> None:
 
     from storygpt.compare import toolrun
 
-    def recorder(cmd, log, verbose, follow=None, bar=None):
+    def recorder(cmd, log, verbose, follow=None, bar=None, cpu=None):
         tool = Path(cmd[1]).name
         with open(arg, "a", encoding="utf-8") as f:
             f.write(json.dumps({"tool": tool, "args": cmd[2:]}) + "\n")
@@ -237,7 +237,7 @@ def tool_fails(arg: str) -> None:
     then the line ``ARG`` (its one-line error) to its log."""
     from storygpt.compare import toolrun
 
-    def failing(cmd, log, verbose, follow=None, bar=None):
+    def failing(cmd, log, verbose, follow=None, bar=None, cpu=None):
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(f"lots of output\n{arg}\n", encoding="utf-8")
         return 1

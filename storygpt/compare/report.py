@@ -121,11 +121,12 @@ class RunResult:
     block_nats: list | None = None
     block_characters: list | None = None
     provenance: dict | None = None
+    size: str | None = None  # the model preset of a --sizes comparison (its spec then reads SPEC@SIZE)
 
     @property
     def kind(self) -> str:
         """The SPEC's kind: ``bpe``, ``word``, ``byte``, ``tiktoken``, ``hf``, ``file``."""
-        return self.spec.split(":", 1)[0]
+        return self.spec.split("@", 1)[0].split(":", 1)[0]
 
 
 def read_json(path: str | os.PathLike) -> dict:

@@ -16,14 +16,15 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from storygpt.atomic import write_text
-from storygpt.compare import probe, provenance, toolrun
+from storygpt.compare import executors, probe, provenance, toolrun
 from storygpt.compare.analysis import MIN_EVALS
 from storygpt.compare.settings import (
     BUDGETS,
+    DEFAULT_SHAPE,
     DEFAULT_SPECS,
     PRETRAIN_BATCH,
     CompareError,
@@ -52,6 +53,7 @@ from storygpt.compare.settings import (
     train_chars_per_token,
     vocab_size_of,
 )
+from storygpt.model.presets import PRESETS, preset
 from storygpt.model.recipes import RECIPES
 
 #: The checkout: data.py, pretrain.py and bits.py lie beside storygpt/.
@@ -69,9 +71,14 @@ def python_tool(name: str) -> list[str]:
     return [sys.executable, str(HERE / name)]
 
 
+class ToolKilled(CompareError):
+    """A tool stopped from outside (a signal, a kill): the run is kept and may be continued with --resume."""
+
+
 def tool_failed(tool: str, run: Run, rc: int) -> CompareError:
     why = toolrun.last_line(run.log)
-    return CompareError(f"{tool} failed for {run.spec} (exit {rc}): {why} (log: {run.log})")
+    kind = ToolKilled if executors.killed(rc) else CompareError
+    return kind(f"{tool} failed for {run.spec} (exit {rc}): {why} (log: {run.log})")
 
 
 def prepare_data(run: Run, args, settings: Settings, data_dir: Path) -> bool:
@@ -147,7 +154,7 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
     ]
     if settings.position == "rope":
         cmd.append("--rope")
-    cmd += shape_flags(args)
+    cmd += ["--preset", run.size] if run.size else shape_flags(args)
     if settings.batch_size is not None:
         cmd += ["--batch-size", str(settings.batch_size)]
     cpt = train_chars_per_token(data_dir, run.slug)
@@ -159,6 +166,8 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
     if threads is not None:
         cmd += ["--threads", str(threads)]
     cmd += settings.forwarded + settings.pretrain_args
+    if getattr(args, "log", None):
+        cmd += ["--log", args.log]  # tracking: not a setting of the runs (the folder of runs does not change)
     cmd.append("--resume" if resume else "--force")
     run.folder.mkdir(parents=True, exist_ok=True)
     record = read_json_or_none(run.folder / "compare.json") or {}
@@ -177,13 +186,15 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
         unit="s" if key == "elapsed" else "",
         unit_scale=key != "elapsed",
         leave=False,
-        disable=None if not args.verbose else True,
+        disable=None if not (args.verbose or getattr(args, "no_bars", False)) else True,
         file=sys.stderr,
         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} " + unit + " [{elapsed}<{remaining}]",
     )
-    cpu0 = provenance.children_cpu()
+    cpu: list[float] = []  # the tool's own CPU seconds (runs at once: this process has several children)
     try:
-        rc = toolrun.run_tool(cmd, run.log, args.verbose, toolrun.MetricsTail(run.folder / "metrics.jsonl", key), bar)
+        rc = toolrun.run_tool(
+            cmd, run.log, args.verbose, toolrun.MetricsTail(run.folder / "metrics.jsonl", key), bar, cpu=cpu
+        )
     finally:
         bar.close()
     if rc != 0:
@@ -195,7 +206,7 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
         )
     record["provenance"] = {
         **provenance.environment(HERE),
-        "cpu_time": (record.get("provenance") or {}).get("cpu_time", 0.0) + provenance.children_cpu() - cpu0,
+        "cpu_time": (record.get("provenance") or {}).get("cpu_time", 0.0) + sum(cpu),
         "token_files": provenance.token_fingerprints(token_files(data_dir, run.slug)),
         "command": ["pretrain.py", *cmd[2:]],
     }
@@ -277,6 +288,149 @@ def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> i
     return threads
 
 
+def parse_sizes(args) -> list[str]:
+    """``--sizes tiny,small,base`` as a list of presets ([] when not given).
+
+    Raises:
+        CompareError: an unknown or repeated preset, or --sizes beside --preset or a shape flag.
+    """
+    if not args.sizes:
+        return []
+    sizes = [s.strip() for s in args.sizes.split(",")]
+    for i, s in enumerate(sizes):
+        if s not in PRESETS:
+            raise CompareError(f"--sizes: unknown preset {s!r}; known: {', '.join(PRESETS)}")
+        if s in sizes[:i]:
+            raise CompareError(f"--sizes: {s} is given twice")
+    given = ["--preset"] * (args.preset is not None)
+    given += [f"--{k.replace('_', '-')}" for k in DEFAULT_SHAPE if getattr(args, k, None) is not None]
+    if given:
+        raise CompareError(f"--sizes names the model shapes: drop {' and '.join(given)}")
+    return sizes
+
+
+def shape_for(run: Run, shape: dict | None) -> dict | None:
+    """The model shape of a run: its --sizes preset's, or the comparison's one shape."""
+    if not run.size:
+        return shape
+    fields = preset(run.size)
+    return {k: fields[k] for k in DEFAULT_SHAPE}
+
+
+class RunsFailed(Exception):
+    """Some runs failed (each named with its log); the others finished.  Exit status 1, no report."""
+
+
+@dataclass
+class RunJob:
+    """One run trained and measured on the resources of a slot (executors.Job's call; picklable for Ray and
+    submitit, with absolute paths there)."""
+
+    run: Run
+    args: argparse.Namespace
+    settings: Settings
+    data_dir: Path
+    out_root: Path
+    shape: dict | None
+
+    def __call__(self, slot: executors.Slot):
+        args = argparse.Namespace(**vars(self.args))
+        args.no_bars = True  # several runs at once: status lines, no progress bars
+        if slot.device:
+            args.device = slot.device
+        t0, did = time.perf_counter(), []
+        try:
+            if not finished(self.run):
+                how = train(self.run, args, self.settings, self.data_dir, self.out_root, self.shape, slot.threads)
+                did.append(f"{how} {duration_since(t0)}")
+            t1 = time.perf_counter()
+            measure(self.run, args, self.settings, slot.threads)
+            did.append(f"measured {duration_since(t1)}")
+        except ToolKilled as e:
+            raise executors.RunKilled(str(e)) from None
+        except CompareError as e:
+            raise executors.RunFailed(str(e)) from None
+        return ", ".join(did), time.perf_counter() - t0
+
+
+def cluster_engine(args, report_dir: Path):
+    """The Ray or Slurm engine of --executor (None for this machine).
+
+    Raises:
+        CompareError: a missing extra, an unreachable --ray-address, a setting submitit refuses (one line).
+    """
+    try:
+        if args.executor == "ray":
+            slot = executors.Slot(args.threads or 1, args.device, args.ray_gpus)
+            return executors.RayEngine(args.ray_address, slot, HERE)
+        if args.executor == "slurm":
+            options = executors.SlurmOptions(
+                partition=args.slurm_partition,
+                time_minutes=args.slurm_time,
+                gpus=args.slurm_gpus,
+                cpus=args.slurm_cpus,
+                params=executors.parse_slurm_params(args.slurm_param),
+                cluster="local" if args.slurm_cluster == "local" else "slurm",
+            )
+            return executors.SlurmEngine(report_dir.resolve() / "slurm", options, HERE)
+    except executors.RunFailed as e:
+        raise CompareError(str(e)) from None
+    return None
+
+
+def run_at_once(engine, runs, todo, args, settings, data_dir, out_root, shape) -> None:
+    """Train and measure the runs of ``todo`` on ``engine`` (several at once); a status line as each ends.
+
+    Raises:
+        RunsFailed: some runs failed (each named, with its log, as it ended); the others finished.
+    """
+    for i, run in enumerate(runs, 1):
+        if run not in todo:
+            print(status_line(i, len(runs), run, "done before"), flush=True)
+    absolute = engine.name != "local"  # Ray workers and Slurm jobs start elsewhere: no relative paths
+    jobs, position = [], {}
+    for run in todo:
+        r = replace(run, folder=run.folder.resolve(), log=run.log.resolve()) if absolute else run
+        d, o = (data_dir.resolve(), out_root.resolve()) if absolute else (data_dir, out_root)
+        jobs.append(executors.Job(run.label, r.log, RunJob(r, args, settings, d, o, shape_for(run, shape))))
+        position[id(jobs[-1])] = (runs.index(run) + 1, run)
+    print(f"training {len(todo)} run{'s' if len(todo) != 1 else ''} ({engine.name})", flush=True)
+
+    def done(outcome) -> None:
+        what, seconds = outcome.result
+        i, run = position[id(outcome.job)]
+        print(status_line(i, len(runs), run, what, seconds), flush=True)
+
+    outcomes = executors.execute(engine, jobs, args.retries, say=lambda line: print(line, flush=True), done=done)
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        names = "; ".join(f"{o.job.label}: {o.message}" for o in failed)
+        raise RunsFailed(
+            f"error: {len(failed)} of {len(jobs)} runs failed ({names}); the others finished and are kept: "
+            "fix the cause and run the same command again (no report until every run has finished)"
+        )
+
+
+def write_frontier(report_dir: Path, results, budget_key: str) -> list:
+    """The isoFLOP frontier of a --sizes comparison: a section appended to report.md, ``frontiers`` in
+    results.json, isoflop.png."""
+    from storygpt.compare import frontier
+
+    fronts = frontier.frontiers(results)
+
+    def label(b):
+        return budget_label(budget_key, b)
+
+    path = report_dir / "report.md"
+    text = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + "\n".join(frontier.markdown(fronts, label))
+    write_text(path, text.rstrip("\n") + "\n")
+    doc = read_json_or_none(report_dir / "results.json") or {}
+    doc["frontiers"] = [frontier.as_dict(bf) for bf in fronts]
+    write_text(report_dir / "results.json", json.dumps(doc, indent=2) + "\n")
+    frontier.plot(fronts, report_dir / "isoflop.png", label)
+    return fronts
+
+
 def compare(args, argv: list[str]) -> int:
     """Run the comparison compare.py's ``args`` describe (``argv``: its arguments, recorded for --rerun):
     every check, then data, the thread probe, training and measuring, then the report; returns the exit
@@ -301,6 +455,7 @@ def compare(args, argv: list[str]) -> int:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", report) or report in (".", ".."):
             raise CompareError(f"--report {report!r}: use letters, digits, '.', '_' and '-' only (a folder name)")
         shape = shape_of(args)
+        sizes = parse_sizes(args)
         data_dir = Path(args.data_root) / corpus
         settings = Settings(
             corpus=corpus,
@@ -319,18 +474,22 @@ def compare(args, argv: list[str]) -> int:
         out_root = Path(args.out_dir) / settings.key()  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
         report_dir = Path(args.reports_dir) / report
         seeds = [args.seed + i for i in range(args.seeds)]
+        one_by_one = args.executor == "local" and args.jobs == 1  # else each run logs to its own file
         runs = []
         for spec in specs:
             try:
                 slug = spec.slug
             except (FileNotFoundError, ValueError) as e:
                 raise CompareError(str(e)) from None
-            for value in budget_values:
-                for seed in seeds:
-                    name = f"{settings.position}-{slug}-{budget_label(budget_key, value)}-s{seed}"
-                    folder = out_root / corpus / name
-                    runs.append(Run(spec, slug, folder, report_dir / "logs" / f"{slug}.log", (budget_key, value), seed))
-        check_compared(texts, specs, budget_values)
+            for size in sizes or [None]:
+                for value in budget_values:
+                    for seed in seeds:
+                        sized = f"{size}-" if size else ""
+                        name = f"{settings.position}-{sized}{slug}-{budget_label(budget_key, value)}-s{seed}"
+                        folder = out_root / corpus / name
+                        log = report_dir / "logs" / (f"{slug}.log" if one_by_one else f"{name}.log")
+                        runs.append(Run(spec, slug, folder, log, (budget_key, value), seed, size))
+        check_compared(texts, specs, budget_values, sizes)
         for run in runs:
             check_run_folder(run, settings)
 
@@ -342,6 +501,7 @@ def compare(args, argv: list[str]) -> int:
             flush=True,
         )
         todo = [r for r in runs if not (finished(r) and measured(r, settings))]
+        engine = cluster_engine(args, report_dir) if todo else None  # a bad address or setting: before any work
         # data first for every tokenizer, then the budget warnings, then one thread probe: all before training
         for spec in dict.fromkeys(r.spec for r in todo if not finished(r)):
             first = next(r for r in todo if r.spec == spec)
@@ -353,19 +513,30 @@ def compare(args, argv: list[str]) -> int:
         notes = []
         for run in runs:
             cpt = train_chars_per_token(data_dir, run.slug)
-            steps = estimate_steps(run.budget, shape, vocab_size_of(data_dir, run.slug), batch, cpt)
-            why = budget_warning(str(run.spec), run.budget, steps, warmup, MIN_EVALS)
+            steps = estimate_steps(run.budget, shape_for(run, shape), vocab_size_of(data_dir, run.slug), batch, cpt)
+            name = f"{run.spec}@{run.size}" if run.size else str(run.spec)
+            why = budget_warning(name, run.budget, steps, warmup, MIN_EVALS)
             if why and why not in notes:
                 notes.append(why)
                 print(why, flush=True)
         threads = None
         if any(not finished(r) for r in todo):
-            sizes = [v for v in (vocab_size_of(data_dir, r.slug) for r in todo) if v]
-            threads = chosen_threads(args, settings, shape, sizes)
+            vocabs = [v for v in (vocab_size_of(data_dir, r.slug) for r in todo) if v]
+            threads = chosen_threads(args, settings, shape_for(todo[-1], shape), vocabs)
         elif todo:
             threads = args.threads or None
+        if engine is None and todo:
+            slots, lines = executors.local_slots(args.jobs, len(todo), args.device, threads)
+            for line in lines:
+                print(line, flush=True)
+            if len(slots) > 1:
+                engine = executors.LocalEngine(slots)
+        if engine is not None:
+            run_at_once(engine, runs, todo, args, settings, data_dir, out_root, shape)
 
         for i, run in enumerate(runs, 1):
+            if engine is not None:
+                break
             t0 = time.perf_counter()
             if run not in todo:
                 print(status_line(i, len(runs), run, "done before"), flush=True)
@@ -377,7 +548,7 @@ def compare(args, argv: list[str]) -> int:
                 if prepare_data(run, args, settings, data_dir):
                     did.append(f"data {duration_since(t1)}")
                 t1 = time.perf_counter()
-                how = train(run, args, settings, data_dir, out_root, shape, threads)
+                how = train(run, args, settings, data_dir, out_root, shape_for(run, shape), threads)
                 did.append(f"{how} {duration_since(t1)}")
             t1 = time.perf_counter()
             measure(run, args, settings, threads)
@@ -385,8 +556,13 @@ def compare(args, argv: list[str]) -> int:
             print(status_line(i, len(runs), run, ", ".join(did), time.perf_counter() - t0), flush=True)
 
         results, curves = collect(runs)
+        for run, r in zip(runs, results):
+            if run.size:  # each (tokenizer, size) is a row of the report; the frontier section fits across sizes
+                r.spec, r.size = f"{r.spec}@{run.size}", run.size
         meta = report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE)
         meta.notes += [n.removeprefix("warning: ") for n in notes]
+        if sizes:
+            meta.model = f"sizes {', '.join(sizes)} (pretrain.py presets; SPEC@SIZE in the tables)"
         from storygpt.compare.report import verdict_sections, write_report
         from storygpt.compare.report_tables import markdown_table
 
@@ -397,6 +573,7 @@ def compare(args, argv: list[str]) -> int:
             write_sections(report_dir, results, Path(meta.data_dir) if meta.data_dir else None)
             if args.bits_per_byte:
                 plot_bits_per_byte(report_dir, results, title=f"{meta.corpus}: bits per byte")
+            fronts = write_frontier(report_dir, results, budget_key) if sizes else []
         except ValueError as e:
             raise CompareError(f"report {report_dir}: {e}") from None
         except OSError as e:  # a read-only or full reports folder: the runs are kept, the report can be made again
@@ -415,6 +592,9 @@ def compare(args, argv: list[str]) -> int:
     except CompareError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except RunsFailed as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"\n{PROG}: interrupted; run the same command again to continue", file=sys.stderr)
         return 130
@@ -422,6 +602,12 @@ def compare(args, argv: list[str]) -> int:
     print(markdown_table(results))
     print()
     print("\n".join(verdict_sections(results, several_seeds=len(meta.seeds) > 1)).rstrip())
+    if fronts:
+        from storygpt.compare import frontier
+
+        print("\nCompute-optimal frontier (isoFLOP):")
+        for bf in fronts:
+            print(frontier.verdict_line(bf, lambda b: budget_label(budget_key, b)).replace("**", ""))
     tasks = " (with its tasks section), tasks.json" if getattr(args, "task_names", None) else ""
     print(f"\nwrote {report_dir}/report.md{tasks}, results.csv, results.json and plots ({duration_since(t_start)})")
     return 0

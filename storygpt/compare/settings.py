@@ -301,11 +301,13 @@ class Run:
     log: Path
     budget: tuple = ("budget_flops", DEFAULT_BUDGET_FLOPS)  # (key of BUDGETS, value)
     seed: int = 1337
+    size: str | None = None  # the model preset of an isoFLOP sweep (--sizes); None: the comparison's one shape
 
     @property
     def label(self) -> str:
-        """``bpe:512 @1e12 s1337``: SPEC, budget, seed (for progress lines)."""
-        return f"{self.spec} @{number(self.budget[1])} s{self.seed}"
+        """``bpe:512 @1e12 s1337``: SPEC, (size,) budget, seed (for progress lines)."""
+        size = f" {self.size}" if self.size else ""
+        return f"{self.spec}{size} @{number(self.budget[1])} s{self.seed}"
 
 
 def token_files(data_dir: Path, slug: str) -> list[Path]:

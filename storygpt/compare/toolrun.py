@@ -13,7 +13,40 @@ import shlex
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
+
+#: the tools running now (several at once under compare.py --jobs N): a Ctrl-C reaches them all (stop_all)
+LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _reap(proc: subprocess.Popen, cpu: list | None) -> int | None:
+    """The exit status of ``proc`` once it has ended (None while it runs), its CPU seconds appended to ``cpu``
+    (os.wait4: this child's own usage, whatever other tools this process runs at the same time)."""
+    if not hasattr(os, "wait4"):
+        try:
+            return proc.wait(timeout=0.8)
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    except ChildProcessError:  # reaped elsewhere
+        return proc.wait()
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if cpu is not None:
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return proc.returncode
+
+
+def stop_all(signum: int = signal.SIGINT) -> None:
+    """Send ``signum`` to every tool running now (those started from other threads too)."""
+    with _LIVE_LOCK:
+        for proc in list(LIVE):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signum)
 
 
 def last_line(path: Path) -> str:
@@ -77,8 +110,12 @@ def forward_signals(proc: subprocess.Popen, received: list[int]):
             signal.signal(s, handler)
 
 
-def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | None = None, bar=None) -> int:
+def run_tool(
+    cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | None = None, bar=None, cpu: list | None = None
+) -> int:
     """Run a tool, its output appended to ``log`` (and shown with ``verbose``); returns its exit status.
+
+    ``cpu``: the tool's CPU seconds (user + system, its threads and children) are appended to it.
 
     While it runs, ``bar`` (a tqdm bar) follows ``follow``.  Ctrl-C or SIGTERM is passed on to the tool,
     which is waited for (pretrain.py writes its checkpoint); then KeyboardInterrupt is raised.
@@ -93,16 +130,21 @@ def run_tool(cmd: list[str], log: Path, verbose: bool, follow: MetricsTail | Non
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=None if verbose else subprocess.STDOUT, env=env, start_new_session=True
         )
-        with forward_signals(proc, received):
-            while True:
-                try:
-                    rc = proc.wait(timeout=1.0)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if bar is not None and follow is not None:
-                    bar.n = min(follow.poll(), bar.total)
-                    bar.refresh()
+        with _LIVE_LOCK:
+            LIVE.add(proc)
+        try:
+            with forward_signals(proc, received):
+                while True:
+                    rc = _reap(proc, cpu)
+                    if rc is not None:
+                        break
+                    time.sleep(0.2)
+                    if bar is not None and follow is not None:
+                        bar.n = min(follow.poll(), bar.total)
+                        bar.refresh()
+        finally:
+            with _LIVE_LOCK:
+                LIVE.discard(proc)
         if bar is not None and follow is not None:
             bar.n = min(follow.poll(), bar.total)
             bar.refresh()

@@ -5,6 +5,7 @@
     inputs.py     the corpus folder's token files, training batches, the held-out slice
     runfolder.py  the run folder: lock, metrics.jsonl, summary.json, leftovers, loss.png
     resume.py     resume reconciliation: the checkpoint, flags and data a resumed run goes on with
+    tracking.py   --log: TensorBoard and wandb beside metrics.jsonl
 
 The checkpoint format is storygpt.checkpoint's; device, dtype, threads, processes and signals are
 storygpt.runtime's.  See docs/training.md.

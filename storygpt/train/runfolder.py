@@ -140,11 +140,13 @@ def remove_leftovers(folder: Path) -> None:
 
 # ------------------------------------------------------------ metrics.jsonl
 class MetricsLog:
-    """``metrics.jsonl``: rows appended and flushed one by one, so a killed run keeps its rows."""
+    """``metrics.jsonl``: rows appended and flushed one by one, so a killed run keeps its rows; each row also
+    goes to the ``trackers`` (storygpt/train/tracking.py: TensorBoard, wandb; closed with the file)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, trackers=()):
         self.path = path
         self.file = None
+        self.trackers = list(trackers)
 
     @staticmethod
     def read(path: Path) -> list[dict]:
@@ -172,11 +174,15 @@ class MetricsLog:
     def write(self, row: dict) -> None:
         self.file.write(json.dumps(row) + "\n")
         self.file.flush()
+        for t in self.trackers:
+            t.log(row)
 
     def close(self) -> None:
         if self.file is not None:
             self.file.close()
             self.file = None
+        while self.trackers:
+            self.trackers.pop().close()
 
 
 def counters(state) -> dict:

@@ -35,6 +35,7 @@ class Options:
     compile: bool = False
     probe_threads: bool = True  # time 1 thread against ``threads`` on a CPU (no --threads given)
     progress: bool = True
+    log: tuple[str, ...] = ()  # trackers beside metrics.jsonl: "tensorboard", "wandb" (storygpt/train/tracking.py)
 
 
 def grad_accum_for(total_batch: int | None, batch_size: int, world: int, grad_accum: int) -> int:
@@ -236,6 +237,39 @@ def warn_if_under_trained_ahead(r: Run, state: TrainState) -> None:
         )
 
 
+def open_trackers(r: Run, kinds, resume_step: int | None) -> list:
+    """The ``--log`` trackers of the run, with its recipe and provenance as config (storygpt/train/tracking.py).
+
+    Raises:
+        RunError: a tracker that cannot start (one line).
+    """
+    if not kinds:
+        return []
+    from storygpt.train import tracking
+
+    emb, non_emb = r.params
+    m = r.meta
+    config = {
+        "recipe": m["args"].get("recipe"),
+        **{k: m[k] for k in ("spec", "corpus")},
+        "params": emb + non_emb,
+        "params_non_embedding": non_emb,
+        "model": m["config"],
+        "optim": m["optim"],
+        "batch_windows": r.hyper.batch_size * r.hyper.grad_accum * r.dist.world,
+        "processes": r.dist.world,
+        "args": m["args"],  # every resolved flag
+        "provenance": tracking.provenance(),
+    }
+    try:
+        kinds = tracking.parse_kinds(",".join(kinds))  # a resumed run's trackers: their packages still there?
+        trackers = tracking.open_trackers(kinds, r.files.folder, r.files.folder.name, config, resume_step)
+    except tracking.TrackingError as e:
+        raise RunError(str(e)) from None
+    r.log("tracking: " + "; ".join(t.where for t in trackers))
+    return trackers
+
+
 def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool) -> dict:
     """Probe threads, open metrics.jsonl, compile, show progress, run the loop; summary.json's dict + history."""
     from tqdm import tqdm
@@ -251,7 +285,7 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
         )
     if r.dist.master:
         remove_leftovers(r.files.folder)
-        live.metrics = MetricsLog(r.files.metrics)
+        live.metrics = MetricsLog(r.files.metrics, open_trackers(r, options.log, None if fresh else state.step))
         live.metrics.open(None if fresh else state.step, state.evaluated)
         if fresh:
             for p in (r.files.ckpt, r.files.best, r.files.summary):

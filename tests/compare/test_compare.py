@@ -97,6 +97,8 @@ def layout(tmp_path):
         "1",
         "--block-chars",
         "1000",
+        "--jobs",
+        "1",
     ]
     return dict(
         cwd=tmp_path,
@@ -532,6 +534,8 @@ def test_compare_end_to_end(tmp_path):
         "cpu",
         "--pretrain-args",
         "--threads 1",
+        "--jobs",
+        "1",
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     first = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
