@@ -55,6 +55,9 @@ VARIANTS = {
     "head-wd0.5": ["--recipe", "modern", "--head-weight-decay", "0.5"],
     "to-zero": ["--recipe", "modern", "--min-lr-fraction", "0"],
     "embed-lr0.2": ["--recipe", "modern", "--embed-lr", "0.2"],
+    "embnorm": ["--recipe", "modern", "--embed-norm", "on"],
+    "embstd0.8": ["--recipe", "modern", "--embed-std", "0.8"],
+    "embnorm-std0.8": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.8"],
 }
 ABLATIONS = ("muon-only", "arch-only", "softcap", "tied")
 

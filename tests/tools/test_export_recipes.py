@@ -58,6 +58,7 @@ VARIANTS = {
     "modern-bias-noqk": ({"qk_norm": False, "bias": True}, "LlamaForCausalLM"),
     "modern-softcap": ({"logit_softcap": 15.0}, "NanoChatForCausalLM"),
     "modern-softcap-tied": ({"logit_softcap": 15.0, "tie_embeddings": True}, "NanoChatForCausalLM"),
+    "modern-embed-norm": ({"embed_norm": True, "embed_std": 0.8}, "NanoChatForCausalLM"),
     "gpt2-nobias": ({**RECIPES_GPT2_ARCH, "bias": False}, "GPTNeoXForCausalLM"),
 }
 
@@ -89,6 +90,7 @@ def test_the_table_picks_an_architecture_for_each_recipe_variant():
     assert choose_architecture(GPTConfig(**base, **SOFTCAP)) is NANOCHAT
     assert choose_architecture(GPTConfig(**base, **{**SOFTCAP, "zero_init": False, "tie_embeddings": True})) is NANOCHAT
     assert choose_architecture(GPTConfig(**base, **{**RECIPES_GPT2_ARCH, "zero_init": True})) is GPT_NEOX
+    assert choose_architecture(GPTConfig(**base, **{**MODERN, "embed_norm": True})) is NANOCHAT  # Qwen3 has none
 
 
 @pytest.mark.parametrize(
@@ -109,6 +111,11 @@ def test_the_table_picks_an_architecture_for_each_recipe_variant():
         (dict(SOFTCAP, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (in nanochat) does not go "),
         (dict(MODERN, position="rope", mlp="gelu"), "GPTConfig.mlp = 'gelu' (in gpt2/gpt_neox) does not go with "),
         (dict(position="rope", tie_embeddings=False), "GPTConfig.tie_embeddings = False (in llama/qwen3/nanochat)"),
+        (  # only NanoChat norms the embedding, and it has QK-norm: no Llama with an embedding norm
+            dict(MODERN, position="rope", embed_norm=True, qk_norm=False),
+            "GPTConfig.embed_norm = True (in nanochat) does not go with position = 'rope' (in gpt_neox/llama/qwen3/"
+            "nanochat), norm = 'rmsnorm' (in llama/qwen3/nanochat), qk_norm = False (in gpt2/gpt_neox/llama)",
+        ),
     ],
 )
 def test_recipe_parts_no_stock_architecture_computes_are_refused_in_one_line(parts, message):
