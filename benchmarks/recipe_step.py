@@ -50,7 +50,8 @@ VARIANTS = {
     "modern, GELU": {**MODERN, "mlp": "gelu"},
     "modern, tied": {**MODERN, "tie_embeddings": True},
     "modern, AdamW": {**MODERN, "optimizer": "adamw"},
-    "modern + embedding norm": {**MODERN, "embed_norm": True},
+    "modern, embedding norm off": {**MODERN, "embed_norm": False},
+    "modern, embedding norm on": {**MODERN, "embed_norm": True},
 }
 
 
@@ -91,11 +92,12 @@ def minimal_steps(model, opt, data, batch: int, block: int, steps: int, rng) -> 
 
 
 def part_costs(args, data, vocab, shape) -> None:
-    built = {name: build(v, shape, vocab) for name, v in VARIANTS.items()}
+    names = args.variants or list(VARIANTS)
+    built = {name: build(VARIANTS[name], shape, vocab) for name in ["gpt2", "modern", *names] if name in VARIANTS}
     rng = np.random.default_rng(0)
     for model, opt in built.values():
         minimal_steps(model, opt, data, args.batch_size, shape["block_size"], args.warmup, rng)
-    times = {name: [] for name in VARIANTS}
+    times = {name: [] for name in built}
     for _ in range(args.rounds):
         for name, (model, opt) in built.items():
             times[name].append(minimal_steps(model, opt, data, args.batch_size, shape["block_size"], args.steps, rng))
@@ -173,6 +175,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--skip-parts", action="store_true")
     p.add_argument("--skip-loop", action="store_true")
+    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="time only these (with gpt2 and modern)")
     args = p.parse_args()
     torch.set_num_threads(1)
     from storygpt.checkpoint import load_tokenizer

@@ -111,9 +111,14 @@ class GPTConfig:
         range=(0, None),
     )
     bias: bool = part(True, "biases in linear layers and LayerNorms (on/off)", {"modern": False})
-    embed_norm: bool = part(False, "RMSNorm (parameter-free) of the token embedding, before the first block (on/off)")
+    embed_norm: bool = part(
+        False, "RMSNorm (parameter-free) of the token embedding, before the first block (on/off)", {"modern": True}
+    )
     embed_std: float = part(
-        0.02, "initial std of the token embedding (untied)", range=(MIN_EMBED_STD, MAX_EMBED_STD, "strict")
+        0.02,
+        "initial std of the token embedding (untied)",
+        {"modern": 0.8},
+        range=(MIN_EMBED_STD, MAX_EMBED_STD, "strict"),
     )
 
     def __post_init__(self) -> None:

@@ -4,10 +4,12 @@
   learning rate: storygpt's model and optimizer before recipes existed, bit for bit.  Checkpoints
   written before recipes existed are ``gpt2`` runs.
 * ``modern``: the nanochat-style model (parameter-free RMSNorm, RMSNorm on queries and keys,
-  ReLU^2, untied embeddings, zero-initialised output projections, no biases) trained with Muon +
-  AdamW (storygpt/model/optim.py).  nanochat's logit soft-cap (``--logit-softcap 15``) is left out:
-  at the compare.py default budget it cost 23-29% more CPU per run for no lower bits/char
-  (docs/training.md, "Ablations"), and without it the model is exactly Qwen3 for export.
+  ReLU^2, untied embeddings, zero-initialised output projections, no biases, a parameter-free
+  RMSNorm of the token embedding initialised with std 0.8) trained with Muon + AdamW
+  (storygpt/model/optim.py).  nanochat's logit soft-cap (``--logit-softcap 15``) is left out: at
+  the compare.py default budget it cost 23-29% more CPU per run for no lower bits/char
+  (docs/training.md, "Ablations").  The embedding norm (issue 37) makes it exactly NanoChat for
+  export; without it (``--embed-norm off --embed-std 0.02``, modern before issue 37) exactly Qwen3.
 
 The parts are the fields of :class:`storygpt.model.GPTConfig` and :class:`storygpt.model.config.OptimConfig`
 made with :func:`storygpt.model.config.part`: each carries its value in every recipe, its help and its

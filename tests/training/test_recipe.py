@@ -418,7 +418,7 @@ def test_a_modern_run_from_before_the_embedding_parts_resumes_without_them():
 def test_embedding_norm_and_init():
     """embed_norm: the first block gets rms_norm of the token embedding (x / sqrt(mean(x^2) + eps)), written
     out here; embed_std: wte's initial std, the same random draws scaled (so the rest of the init is unchanged)."""
-    plain, normed = modern(), modern(embed_norm=True)
+    plain, normed = modern(embed_norm=False, embed_std=0.02), modern(embed_norm=True, embed_std=0.02)
     assert torch.equal(plain.wte.weight, normed.wte.weight)
     x = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(6))
     seen = []
@@ -427,7 +427,8 @@ def test_embedding_norm_and_init():
     e = normed.wte(x)
     expected = e / torch.sqrt(e.square().mean(-1, keepdim=True) + torch.finfo(torch.float32).eps)
     torch.testing.assert_close(seen[0], expected, rtol=1e-6, atol=1e-7)
-    wide = modern(embed_std=0.8)
+    wide = modern(embed_norm=False, embed_std=0.8)
+    assert (MODERN["embed_norm"], MODERN["embed_std"]) == (True, 0.8)  # issue 37: both in today's modern
     torch.testing.assert_close(wide.wte.weight, plain.wte.weight * 40.0, rtol=1e-6, atol=0)
     for (name, a), (_, b) in zip(plain.named_parameters(), wide.named_parameters()):
         assert name == "wte.weight" or torch.equal(a, b), name
@@ -445,3 +446,21 @@ def test_bad_embedding_flags_are_one_line_errors(capsys):
     assert "--embed-std must be in 0.0 .. 10.0, got 11.0" in parse_error(capsys, "--embed-std", "11")
     assert "--embed-std must be a finite number, got nan" in parse_error(capsys, "--embed-std", "nan")
     assert "on or off" in parse_error(capsys, "--embed-norm", "yes")
+
+
+def test_a_run_stored_without_the_embedding_parts_resumes_without_them(corpus, tmp_path):
+    """A ckpt.pt written before embed_norm/embed_std existed (its args and config lack them) goes on as the
+    model it was, whatever today's recipe says; the flags and config stored after the resume say so."""
+    from storygpt.checkpoint import save_checkpoint
+
+    run = tmp_path / "run"
+    train(corpus, run, "--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.02", "--max-steps", "2")
+    ckpt = read_checkpoint(run / "ckpt.pt")
+    for part in ("embed_norm", "embed_std"):
+        del ckpt["args"][part], ckpt["config"][part]
+    save_checkpoint(run / "ckpt.pt", {k: v for k, v in ckpt.items() if k != "model_sha256"})
+    train(corpus, run, "--resume", "--max-steps", "4")
+    after = read_checkpoint(run / "ckpt.pt")
+    assert after["state"]["step"] == 4 and after["args"]["recipe"] == "modern"
+    assert (after["args"]["embed_norm"], after["args"]["embed_std"]) == (False, 0.02)
+    assert (after["config"]["embed_norm"], after["config"]["embed_std"]) == (False, 0.02)
