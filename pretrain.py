@@ -231,6 +231,7 @@ def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop
     except ValueError as e:
         raise RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
+    log(f"recipe {recipe}")  # its name and the parts that differ from it (rank 0 only)
     options = start.Options(recipe.optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress)
     r, live = start.build(
         config=config,

@@ -30,7 +30,10 @@ switched alone:
 * ``zero_init=True``: the attention and MLP output projections (and an untied
   output layer) start at zero, so every block starts as the identity;
 * ``logit_softcap=c > 0``: logits ``c * tanh(z / c)`` (Gemma 2);
-* ``bias=False``: no bias in the linear layers (nor in LayerNorm).
+* ``bias=False``: no bias in the linear layers (nor in LayerNorm);
+* ``embed_norm=True``: parameter-free RMSNorm of the token embedding before the
+  first block (nanochat; NanoChat in transformers), ``embed_std``: the token
+  embedding's initial std (0.8 in ``modern``, 0.02 = GPT-2's otherwise).
 
 Generation (:meth:`GPT.generate`, :meth:`GPT.stream`) keeps a key/value cache.
 With rotary positions keys are cached *already rotated* for their absolute

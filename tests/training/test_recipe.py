@@ -5,6 +5,7 @@ In-process (no subprocess): pretrain.main and pretrain.parse are called directly
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -323,8 +324,13 @@ def test_compile_trains_what_eager_trains(corpus, tmp_path, recipe):
     assert compiled["history"][-1]["val_loss"] == pytest.approx(eager["history"][-1]["val_loss"], rel=1e-4)
 
 
-def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp_path):
-    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2")  # the default: modern
+def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp_path, capsys):
+    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2", "--head-lr", "0.01")  # modern
+    # printed and recorded as one value: its name and what differs; summary.json holds every part
+    assert "recipe modern + head_lr=0.01\n" in capsys.readouterr().out
+    recorded = json.loads((tmp_path / "run" / "summary.json").read_text())["recipe"]
+    assert recorded == Recipe.from_flags({"recipe": "modern", "head_lr": 0.01}).to_dict()
+    assert recorded["model"]["embed_norm"] is True and recorded["optim"]["head_lr"] == 0.01
     with pytest.raises(SystemExit) as e:
         train(corpus, tmp_path / "run", "--resume", "--recipe", "gpt2")
     assert "is a --recipe modern run, not --recipe gpt2; resume it with --recipe modern" in str(e.value.code)
