@@ -82,7 +82,6 @@ FLAGS = {
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
         ("--lr", float, 3e-3, "adamw only (gpt2 recipe): peak learning rate"),
         ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the cosine decay"),
-        ("--warmup-steps", int, 20, "linear learning-rate warm-up steps"),
         ("--weight-decay", float, 0.1, "adamw only: weight decay (matrices and embeddings only)"),
         ("--grad-clip", float, 1.0, "clip the gradient norm to this (0: off)"),
         ("--seed", int, 1337, "random seed (model init; batch sampling uses seed and rank)"),
@@ -103,7 +102,7 @@ FLAGS = {
 # allowed values: (low, high), both inclusive, None for no bound; every float must be finite
 RANGES = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), (1, None))
 RANGES |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), (1, None))
-RANGES |= dict.fromkeys("lr min_lr warmup_steps grad_clip weight_decay".split(), (0, None))
+RANGES |= dict.fromkeys("lr min_lr grad_clip weight_decay".split(), (0, None))
 RANGES |= recipes.flag_ranges()
 RANGES |= {
     "minutes": (0, None, "strict"),
@@ -238,7 +237,7 @@ def train_in(files: RunFiles, args, explicit: set[str], dist: runtime.Dist, stop
         tokenizer=tokenizer,
         train=train,
         heldout=heldout,
-        hyper=Hyper(a.batch_size, accum, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
+        hyper=Hyper(a.batch_size, accum, recipe.optim.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
         budgets=Budgets(*(getattr(a, b) for b in BUDGETS)),
         files=files,
         meta={

@@ -193,6 +193,7 @@ class OptimConfig:
         head_weight_decay: AdamW's decoupled weight decay of ``"muon"``'s head group (the untied output
             layer, or the tied embedding).
         min_lr_fraction: the end of ``"muon"``'s schedule, as a fraction of each group's peak.
+        warmup_steps: steps of the schedule's linear warm-up (storygpt.train.loop.lr_at).
 
     Every group follows one schedule (storygpt.train.loop.lr_at) from its peak rate to its end rate; a rate
     means a learning rate everywhere.  The Newton-Schulz dtype of Muon is not a field: it follows the
@@ -232,6 +233,7 @@ class OptimConfig:
         0.1, "the end of the schedule, as a fraction of each group's peak rate", range=(0, 1), only="muon"
     )
     min_lr: float = field(default=3e-4, metadata=only("adamw"))
+    warmup_steps: int = part(20, "linear learning-rate warm-up steps (0: none)", {"modern": 5}, range=(0, None))
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -179,7 +179,7 @@ def flag_rows(on_off) -> list[tuple]:
     for cls in (GPTConfig, OptimConfig):
         for f, p in _parts(cls):
             flag = _flag(f, p)
-            typ = str if p.choices else on_off if isinstance(f.default, bool) else float
+            typ = str if p.choices else on_off if isinstance(f.default, bool) else type(f.default or 0.0)
             recipes = [n for n in NAMES if p.only in (None, RECIPES[n]["optimizer"])]
             values = ", ".join(f"{n}: {_shown(RECIPES[n][flag])}" for n in recipes if RECIPES[n][flag] is not None)
             help = f"{p.only or 'part'}: {p.help}" + (f"; {values}" if values else "")

@@ -384,7 +384,8 @@ def test_part_flags_switch_one_part():
 # ------------------------------------------------------------ the recipe as a value
 def test_a_recipe_is_one_value_built_from_flags_or_a_checkpoint():
     modern_ = Recipe.named("modern")
-    assert modern_.model == MODERN and modern_.optim == OptimConfig("muon")
+    assert modern_.model == MODERN and modern_.optim == OptimConfig("muon", warmup_steps=5)
+    assert Recipe.named("gpt2").optim == OptimConfig("adamw", warmup_steps=20)  # gpt2's warm-up as before
     assert str(modern_) == "modern" and modern_ == Recipe.from_flags({"recipe": "modern", "norm": None})
     mixed = Recipe.from_flags({"recipe": "gpt2", "optimizer": "muon", "embed_norm": True, "lr": 1e-3})
     assert str(mixed) == "gpt2 + embed_norm=on optimizer=muon"
@@ -408,6 +409,8 @@ def test_every_part_is_a_pretrain_flag_with_its_checks():
         assert name in flags and name in RECIPES["modern"], name
     assert flags["norm"].choices == ["layernorm", "rmsnorm"] and flags["optimizer"].choices == ["adamw", "muon"]
     assert pretrain.RANGES["embed_std"] == (0.0, 10.0, "strict") and pretrain.RANGES["min_lr_fraction"] == (0, 1)
+    assert flags["warmup_steps"].type is int and pretrain.RANGES["warmup_steps"] == (0, None)
+    assert (pretrain.parse([])[0].warmup_steps, pretrain.parse(["--recipe", "gpt2"])[0].warmup_steps) == (5, 20)
 
 
 def test_a_modern_run_from_before_the_embedding_parts_resumes_without_them():
