@@ -30,33 +30,10 @@ from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, lo
 # train_in imports the training modules (and with them torch) once the run is sure to start.
 
 POSITION = {False: "learned", True: "rope"}
-# flags that are OptimConfig fields of the same name
-OPTIM_FLAGS = (
-    "lr",
-    "weight_decay",
-    "matrix_lr",
-    "embed_lr",
-    "head_lr",
-    "matrix_weight_decay",
-    "head_weight_decay",
-    "min_lr_fraction",
-)
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data", "eval"}
 RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run", "log"}
-
-
-def part(text: str, field: str) -> str:
-    """A recipe part's help: what it does and what each recipe sets it to."""
-
-    def shown(v):
-        return ("on" if v else "off") if isinstance(v, bool) else v
-
-    if field in recipes.OPTIMIZER_FLAGS["muon"]:  # only the muon optimizer reads it
-        return f"part: {text}; modern: {shown(recipes.RECIPES['modern'][field])}"
-    values = ", ".join(f"{name}: {shown(r[field])}" for name, r in recipes.RECIPES.items())
-    return f"part: {text}; {values}"
 
 
 def on_off(text: str) -> bool:
@@ -99,45 +76,7 @@ FLAGS = {
     ],
     "recipe (docs/training.md; a part flag given beside --recipe replaces that part)": [
         ("--recipe", str, recipes.DEFAULT, "modern (RMSNorm, QK-norm, ReLU^2, Muon) or gpt2 (LayerNorm, GELU, AdamW)"),
-        ("--norm", str, None, part("layernorm or rmsnorm (parameter-free)", "norm")),
-        ("--qk-norm", on_off, None, part("RMSNorm of queries and keys (on/off)", "qk_norm")),
-        ("--mlp", str, None, part("gelu or relu2 (squared ReLU)", "mlp")),
-        ("--tie-embeddings", on_off, None, part("output layer tied to the token embedding (on/off)", "tie_embeddings")),
-        ("--zero-init", on_off, None, part("output projections start at zero (on/off)", "zero_init")),
-        (
-            "--logit-softcap",
-            float,
-            None,
-            part(
-                "logits c*tanh(z/c) with this c (0: off; c > 0: no exact stock equivalent once trained, export.py refuses it)",
-                "logit_softcap",
-            ),
-        ),
-        ("--bias", on_off, None, part("biases in linear layers and LayerNorms (on/off)", "bias")),
-        ("--optimizer", str, None, part("adamw (one --lr) or muon (Muon + AdamW, per-group rates)", "optimizer")),
-        ("--matrix-lr", float, None, "muon: Muon's peak rate for block matrices (default 0.02)"),
-        ("--embed-lr", float, None, "muon: AdamW peak rate for embeddings (default 0.2*(n_embd/768)^-0.5)"),
-        ("--head-lr", float, None, "muon: AdamW peak rate for the output layer (default 0.004*(n_embd/768)^-0.5)"),
-        (
-            "--matrix-weight-decay",
-            float,
-            None,
-            part(
-                "muon: Muon's decoupled weight decay of block matrices (x(1 - rate*this) a step)", "matrix_weight_decay"
-            ),
-        ),
-        (
-            "--head-weight-decay",
-            float,
-            None,
-            part("muon: AdamW's decoupled weight decay of the output layer", "head_weight_decay"),
-        ),
-        (
-            "--min-lr-fraction",
-            float,
-            None,
-            part("muon: the end of the cosine schedule, as a fraction of each group's peak rate", "min_lr_fraction"),
-        ),
+        *recipes.flag_rows(on_off),  # every part (storygpt/model/config.py), from its field
     ],
     "optimization": [
         ("--batch-size", int, 16, "windows per micro-batch and process"),
@@ -145,7 +84,6 @@ FLAGS = {
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
         ("--lr", float, 3e-3, "adamw only (gpt2 recipe): peak learning rate"),
         ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the cosine decay"),
-        ("--warmup-steps", int, 20, "linear learning-rate warm-up steps"),
         ("--weight-decay", float, 0.1, "adamw only: weight decay (matrices and embeddings only)"),
         ("--grad-clip", float, 1.0, "clip the gradient norm to this (0: off)"),
         ("--seed", int, 1337, "random seed (model init; batch sampling uses seed and rank)"),
@@ -180,12 +118,9 @@ FLAGS = {
 # allowed values: (low, high), both inclusive, None for no bound; every float must be finite
 RANGES = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), (1, None))
 RANGES |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), (1, None))
-RANGES |= dict.fromkeys("lr min_lr warmup_steps grad_clip weight_decay".split(), (0, None))
-RANGES |= dict.fromkeys(
-    "logit_softcap matrix_lr embed_lr head_lr matrix_weight_decay head_weight_decay".split(), (0, None)
-)
+RANGES |= dict.fromkeys("lr min_lr grad_clip weight_decay".split(), (0, None))
+RANGES |= recipes.flag_ranges()
 RANGES |= {
-    "min_lr_fraction": (0, 1),
     "minutes": (0, None, "strict"),
     "seed": (0, 2**63 - 1),
     "dropout": (None, None),
@@ -197,7 +132,7 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     """The parser of FLAGS; with ``suppress_defaults`` it returns only the flags given explicitly."""
     description = "Pretrain a GPT on token files written by data.py."
     choices = {"--dtype": ["auto", "float32", "bfloat16", "float16"], "--recipe": list(recipes.RECIPES)}
-    choices |= {"--norm": ["layernorm", "rmsnorm"], "--mlp": ["gelu", "relu2"], "--optimizer": ["adamw", "muon"]}
+    choices |= recipes.flag_choices()
     p = table_parser("pretrain.py", description, FLAGS, choices, suppress_defaults)
     for action in p._actions:  # the kinds registered when the parser is built (plug-ins too), from the registry
         if action.dest == "tokenizer":
@@ -216,10 +151,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
             vars(args).update({k: v for k, v in preset(args.preset).items() if k not in explicit})
         except ValueError as e:
             parser.error(f"--preset: {e}")
-    vars(args).update(recipes.parts(args.recipe, vars(args)))  # recipe: its parts, part flags given win
-    wrong = recipes.foreign_flag(args.optimizer, explicit)
-    if wrong:
-        parser.error(wrong)
+    try:  # the recipe's parts, part flags given win; a flag of the other optimizer is refused
+        vars(args).update(recipes.Recipe.from_flags(vars(args), explicit).flags())
+    except ValueError as e:
+        parser.error(str(e))
     if args.min_lr > args.lr and "min_lr" in explicit:
         parser.error(f"--min-lr {args.min_lr} is above --lr {args.lr} (the peak learning rate)")
     args.min_lr = min(args.min_lr, args.lr)  # a --lr below the default --min-lr: no rise at the end
@@ -306,8 +241,6 @@ def train_in(
             "start it over (overwriting it), or --run-name for a new run folder"
         )
     from storygpt.checkpoint import run_meta, to_plain
-    from storygpt.model import GPTConfig
-    from storygpt.model.optim import OptimConfig, schedule_peak
     from storygpt.train import resume, start
     from storygpt.train.inputs import chars_per_token
     from storygpt.train.loop import Budgets, Hyper
@@ -327,24 +260,29 @@ def train_in(
     tokenizer, train, heldout = start.load_run_data(
         data_dir, spec, a.block_size, a.eval_chars, ckpt, files.ckpt, eval_sets
     )
-    names = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta", *recipes.ARCH)
+    recipe = recipes.Recipe.from_checkpoint(ckpt) if ckpt is not None else recipes.Recipe.from_flags(vars(a))
+    shape = {k: getattr(a, k) for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta")}
     try:
-        config = GPTConfig(tokenizer.vocab_size, **{k: getattr(a, k) for k in names}, position=POSITION[a.rope])
+        config = recipe.config(vocab_size=tokenizer.vocab_size, **shape, position=POSITION[a.rope])
     except ValueError as e:
         raise RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
-    optim = OptimConfig(**{k: getattr(a, k) for k in OPTIM_FLAGS}, kind=a.optimizer)
-    peak, end = schedule_peak(optim, a.lr, a.min_lr)  # "muon": multipliers of each group's peak
-    options = start.Options(optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress, tuple(a.log or ()))
+    log(f"recipe {recipe}")  # its name and the parts that differ from it (rank 0 only)
+    options = start.Options(
+        recipe.optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress, tuple(a.log or ())
+    )
     r, live = start.build(
         config=config,
         tokenizer=tokenizer,
         train=train,
         heldout=heldout,
-        hyper=Hyper(a.batch_size, accum, peak, end, a.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
+        hyper=Hyper(a.batch_size, accum, recipe.optim.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
         budgets=Budgets(*(getattr(a, b) for b in BUDGETS)),
         files=files,
-        meta=run_meta(spec, data_dir, files.folder, to_plain({**vars(a), "data": str(data_dir)})),
+        meta={
+            **run_meta(spec, data_dir, files.folder, to_plain({**vars(a), "data": str(data_dir)})),
+            "recipe": recipe.to_dict(),
+        },
         device=device,
         dtype=dtype,
         dist=dist,

@@ -21,7 +21,17 @@ gets down to the gpt2 run's final held-out bits/char (same budget and seed), as 
 
 Variants (one part switched at a time): gpt2, modern, muon-only (gpt2 model + Muon), arch-only
 (modern model + one-rate AdamW), softcap (modern + nanochat's logit soft-cap 15, which modern
-left out after this ablation), tied (modern, tied embeddings).
+left out after this ablation), tied (modern, tied embeddings); issue 37's embedding parts:
+modern-before37 (the recipe before issue 37: both off, 20 warm-up steps), embnorm (the RMSNorm after the
+token embedding alone), embstd0.8 (the embedding initialised with std 0.8 alone), embnorm-std0.8 (both),
+embnorm-std0.8-warm5 (both and 5 warm-up steps: today's ``modern``, spelled out).
+
+Issue 37's table in one command (``--issue37``: 2e12 and 1e13 FLOPs, gpt2, modern before and today,
+the parts apart at 2e12, 1.8e12 and 9e12 for today's modern: the budgets of the issue's goals)::
+
+    nice -n 5 python benchmarks/recipe.py --data data/shakespeare --issue37
+
+prints, besides the table below, one row per budget with every variant's bits/char per seed, as the issue.
 """
 
 from __future__ import annotations
@@ -55,8 +65,20 @@ VARIANTS = {
     "head-wd0.5": ["--recipe", "modern", "--head-weight-decay", "0.5"],
     "to-zero": ["--recipe", "modern", "--min-lr-fraction", "0"],
     "embed-lr0.2": ["--recipe", "modern", "--embed-lr", "0.2"],
+    "modern-before37": ["--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.02", "--warmup-steps", "20"],
+    "embnorm": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.02", "--warmup-steps", "20"],
+    "embstd0.8": ["--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.8", "--warmup-steps", "20"],
+    "embnorm-std0.8": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.8", "--warmup-steps", "20"],
+    "embnorm-std0.8-warm5": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.8", "--warmup-steps", "5"],
 }
 ABLATIONS = ("muon-only", "arch-only", "softcap", "tied")
+#: ``--issue37``: (multiple of the default budget, variants), run for every seed.
+ISSUE37 = [
+    (0.4, ("gpt2", "modern-before37", "embnorm", "embstd0.8", "embnorm-std0.8", "modern")),
+    (0.36, ("modern",)),
+    (2.0, ("gpt2", "modern-before37", "modern")),
+    (1.8, ("modern",)),
+]
 
 
 def run_measured(cmd: list[str], env: dict, log: Path) -> tuple[int, float, float]:
@@ -207,6 +229,25 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def budget_table(results: list[dict]) -> str:
+    """Issue 37's layout: one row per preset and budget, one column per variant, bits/char per seed (a / b)."""
+    variants = [v for v in VARIANTS if any(r["variant"] == v for r in results)]
+    lines = ["| preset | FLOPs | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---" * (len(variants) + 2) + "|"]
+    for preset, multiple in sorted({(r["preset"], r["multiple"]) for r in results}):
+        cells = []
+        for v in variants:
+            runs = sorted(
+                (r for r in results if (r["preset"], r["multiple"], r["variant"]) == (preset, multiple, v)),
+                key=lambda r: r["seed"],
+            )
+            cells.append(" / ".join(f"{r['bits_per_char']:.4f}" for r in runs) or "-")
+        steps = max(r["steps"] for r in results if (r["preset"], r["multiple"]) == (preset, multiple))
+        lines.append(
+            f"| {preset} | {multiple * DEFAULT_BUDGET_FLOPS:.2g} ({steps} steps) | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="data/shakespeare")
@@ -218,6 +259,7 @@ def main() -> None:
     p.add_argument("--ablations", action="store_true", help="add " + ", ".join(ABLATIONS) + " (default budget)")
     p.add_argument("--out", default="reports/recipe")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (each on one thread)")
+    p.add_argument("--issue37", action="store_true", help="issue 37's runs (module docstring); replaces the lists")
     args = p.parse_args()
     from storygpt.checkpoint import load_tokenizer
     from storygpt.tokenizers.spec import parse_spec
@@ -236,9 +278,11 @@ def main() -> None:
             if args.ablations and multiple == 1.0:
                 variants += [v for v in ABLATIONS if v not in variants]
             todo += [(preset, multiple, seed, variant) for seed in args.seeds for variant in variants]
+    if args.issue37:
+        todo = [(p_, m, seed, v) for p_ in args.presets for m, vs in ISSUE37 for seed in args.seeds for v in vs]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda job: one_run(args, *job, vocab), todo))
-    text = table(results)
+    text = table(results) + "\n\n" + budget_table(results)
     write_text(Path(args.out) / "table.md", text + "\n")
     print(text)
 

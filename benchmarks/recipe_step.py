@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from storygpt.model import GPT, GPTConfig  # noqa: E402
-from storygpt.model.optim import OptimConfig, build_optimizer, group_lr  # noqa: E402
+from storygpt.model.optim import OptimConfig, build_optimizer  # noqa: E402
 from storygpt.model.presets import preset as preset_shape  # noqa: E402
 from storygpt.model.recipes import ARCH, RECIPES  # noqa: E402
 from storygpt.train import loop as train_loop  # noqa: E402
@@ -50,6 +50,8 @@ VARIANTS = {
     "modern, GELU": {**MODERN, "mlp": "gelu"},
     "modern, tied": {**MODERN, "tie_embeddings": True},
     "modern, AdamW": {**MODERN, "optimizer": "adamw"},
+    "modern, embedding norm off": {**MODERN, "embed_norm": False},
+    "modern, embedding norm on": {**MODERN, "embed_norm": True},
 }
 
 
@@ -83,19 +85,19 @@ def minimal_steps(model, opt, data, batch: int, block: int, steps: int, rng) -> 
         arr = torch.from_numpy(np.asarray(data[starts[:, None] + np.arange(block + 1)], dtype=np.int64))
         _, loss = model(arr[:, :-1], arr[:, 1:])
         loss.backward()
-        for g in opt.param_groups:
-            g["lr"] = group_lr(g, 1e-3)
+        train_loop.set_rates(opt, 10**9, 0.5, 0)  # as train_step: every group's rate set each step
         opt.step()
         opt.zero_grad(set_to_none=True)
     return time.process_time() - t
 
 
 def part_costs(args, data, vocab, shape) -> None:
-    built = {name: build(v, shape, vocab) for name, v in VARIANTS.items()}
+    names = args.variants or list(VARIANTS)
+    built = {name: build(VARIANTS[name], shape, vocab) for name in ["gpt2", "modern", *names] if name in VARIANTS}
     rng = np.random.default_rng(0)
     for model, opt in built.values():
         minimal_steps(model, opt, data, args.batch_size, shape["block_size"], args.warmup, rng)
-    times = {name: [] for name in VARIANTS}
+    times = {name: [] for name in built}
     for _ in range(args.rounds):
         for name, (model, opt) in built.items():
             times[name].append(minimal_steps(model, opt, data, args.batch_size, shape["block_size"], args.steps, rng))
@@ -124,8 +126,9 @@ def loop_overhead(args, data, tokenizer, shape) -> None:
             **arch,
         )
         optim = OptimConfig(v["optimizer"], shape["lr"])
+        meta = {"optim": optim.to_dict()}
         heldout = heldout_slice(tokenizer, Path(args.data) / "valid.txt", 1000, shape["block_size"])
-        hyper = train_loop.Hyper(args.batch_size, 1, 1e-3, 1e-4, 0, 1.0, 10**9, 0)
+        hyper = train_loop.Hyper(args.batch_size, 1, 0, 1.0, 10**9, 0)
         s, state = start.build(
             config=config,
             tokenizer=tokenizer,
@@ -134,7 +137,7 @@ def loop_overhead(args, data, tokenizer, shape) -> None:
             hyper=hyper,
             budgets=train_loop.Budgets(),
             files=RunFiles(Path("/nonexistent")),
-            meta={},
+            meta=meta,
             device=torch.device("cpu"),
             dtype=torch.float32,
             dist=Dist.from_env(),
@@ -148,13 +151,13 @@ def loop_overhead(args, data, tokenizer, shape) -> None:
         model.load_state_dict(s.model.state_dict())
         rng = np.random.default_rng(0)
         for _ in range(args.warmup):
-            train_loop.train_step(s, state, 1e-3)
+            train_loop.train_step(s, state, 0.5)
         minimal_steps(model, opt, data, args.batch_size, shape["block_size"], args.warmup, rng)
         loop, mini = [], []
         for _ in range(args.rounds):
             t = time.process_time()
             for _ in range(args.steps):
-                train_loop.train_step(s, state, 1e-3)
+                train_loop.train_step(s, state, 0.5)
             loop.append(time.process_time() - t)
             mini.append(minimal_steps(model, opt, data, args.batch_size, shape["block_size"], args.steps, rng))
         a, b = statistics.median(loop) / args.steps, statistics.median(mini) / args.steps
@@ -172,6 +175,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--skip-parts", action="store_true")
     p.add_argument("--skip-loop", action="store_true")
+    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="time only these (with gpt2 and modern)")
     args = p.parse_args()
     torch.set_num_threads(1)
     from storygpt.checkpoint import load_tokenizer

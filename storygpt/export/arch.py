@@ -4,7 +4,7 @@ Every field of ``GPTConfig`` has a row in :data:`FIELDS`: either it is a size th
 config carries (``n_layer``, ...), or it does not change the function the trained
 model computes at inference (``dropout``, ``zero_init``), or its value narrows the
 architectures that compute it exactly (``position``, and the recipe parts ``norm``,
-``qk_norm``, ``mlp``, ``tie_embeddings``, ``logit_softcap``, ``bias``); the first of
+``qk_norm``, ``mlp``, ``tie_embeddings``, ``logit_softcap``, ``bias``, ``embed_norm``); the first of
 :data:`ARCHITECTURES` left is written.  A value with no row, values no one architecture
 has together, or a field the table does not know (a new model option), are refused with
 a one-line :class:`ExportError` naming the fields: storygpt never writes a model that a
@@ -38,10 +38,12 @@ within 1e-4 in float32):
 ``nanochat`` (``NanoChatForCausalLM``; no GGUF)
     The only stock model with the final logit soft-cap ``c * tanh(z / c)`` and weightless
     RMSNorm, QK-norm (after the rotation; equal, a rotation keeps a head's RMS), ReLU^2, no
-    biases.  It also norms the token embedding, which storygpt does not: the embedding rows
-    are rescaled so that norm gives them back (:func:`nanochat_embedding`), possible only
-    for rows with RMS < 1, and the output layer is written untied.  Trained ``modern`` runs
-    have larger rows and are refused.
+    biases.  It also norms the token embedding: exactly storygpt's ``embed_norm``, the one
+    stock model that has it (a model with ``embed_norm`` exports as NanoChat or is refused).
+    Without ``embed_norm`` the embedding rows are rescaled so that norm gives them back
+    (:func:`nanochat_embedding`), possible only for rows with RMS < 1, and the output layer
+    is written untied.  Trained soft-capped runs without ``embed_norm`` have larger rows and
+    are refused.
 """
 
 from __future__ import annotations
@@ -111,8 +113,12 @@ FIELDS: dict[str, object] = {
     "qk_norm": {False: {GPT2, GPT_NEOX, LLAMA}, True: {QWEN3, NANOCHAT}},
     "mlp": {"gelu": {GPT2, GPT_NEOX}, "relu2": _RMS},  # relu(Wx) * (Wx): gate = up = W, hidden_act "relu"
     "tie_embeddings": {True: _ALL, False: _RMS},
-    "logit_softcap": Picks({"off": _ALL - {NANOCHAT}, "on": {NANOCHAT}}, lambda v: "on" if v > 0 else "off"),
+    "logit_softcap": Picks({"off": _ALL, "on": {NANOCHAT}}, lambda v: "on" if v > 0 else "off"),  # NanoChat: None
     "bias": {True: {GPT2, GPT_NEOX, LLAMA}, False: _ALL},  # GPT-2 / GPT-NeoX get zero biases
+    # NanoChat alone norms the token embedding (weightless RMSNorm, before the first layer); no stock Qwen3,
+    # Llama, GPT-2 or GPT-NeoX has a norm there, and none can fold it into the weights (it depends on the row)
+    "embed_norm": {False: _ALL, True: {NANOCHAT}},
+    "embed_std": TRAINING_ONLY,
 }
 
 
@@ -391,7 +397,8 @@ def _rms_state_dict(arch: Architecture, config, take: Callable) -> dict[str, tor
         sign[:, hd // 2 :] = -1.0
     ones = torch.ones(n)
     wte = take("wte.weight")
-    out = {"model.embed_tokens.weight": nanochat_embedding(wte) if arch is NANOCHAT else wte}
+    undo = arch is NANOCHAT and not config.embed_norm  # NanoChat's norm after the embedding, storygpt has none
+    out = {"model.embed_tokens.weight": nanochat_embedding(wte) if undo else wte}
     if arch is NANOCHAT or not config.tie_embeddings:
         out["lm_head.weight"] = wte if config.tie_embeddings else take("lm_head.weight")
     if arch is not NANOCHAT:

@@ -30,7 +30,10 @@ switched alone:
 * ``zero_init=True``: the attention and MLP output projections (and an untied
   output layer) start at zero, so every block starts as the identity;
 * ``logit_softcap=c > 0``: logits ``c * tanh(z / c)`` (Gemma 2);
-* ``bias=False``: no bias in the linear layers (nor in LayerNorm).
+* ``bias=False``: no bias in the linear layers (nor in LayerNorm);
+* ``embed_norm=True``: parameter-free RMSNorm of the token embedding before the
+  first block (nanochat; NanoChat in transformers), ``embed_std``: the token
+  embedding's initial std (0.8 in ``modern``, 0.02 = GPT-2's otherwise).
 
 Generation (:meth:`GPT.generate`, :meth:`GPT.stream`) keeps a key/value cache.
 With rotary positions keys are cached *already rotated* for their absolute
@@ -270,7 +273,7 @@ class GPT(nn.Module):
             self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.wte.weight
-        self.apply(self._init_weights)
+        self.apply(self._init_weights)  # wte: std config.embed_std
         # GPT-2: scale the residual projections by 1/sqrt(2 n_layer); zero_init: start them at 0
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):
@@ -281,14 +284,14 @@ class GPT(nn.Module):
         if config.zero_init and not config.tie_embeddings:
             nn.init.zeros_(self.lm_head.weight)
 
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
+    def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            std = self.config.embed_std if module is self.wte else 0.02
+            nn.init.normal_(module.weight, mean=0.0, std=std)
 
     def num_parameters(self) -> int:
         """Number of parameters (a tied embedding counted once)."""
@@ -299,6 +302,8 @@ class GPT(nn.Module):
         """Run the blocks on ``idx`` (B, T) whose first token is at absolute position ``start``."""
         B, T = idx.shape
         x = self.wte(idx)
+        if self.config.embed_norm:
+            x = F.rms_norm(x, (x.size(-1),))
         rotary = None
         positions = torch.arange(start, start + T, device=idx.device)
         if self.wpe is not None:

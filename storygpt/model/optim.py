@@ -24,76 +24,30 @@ orthogonalised update has a fixed RMS whatever the width)::
     gain_lr   = 0.02  * (d / 768) ** -0.5     AdamW, LayerNorm gains and biases (our choice; the
                                               modern model has none)
 
-Each ``"muon"`` group carries its peak rate as ``lr_scale``; the loop's schedule then gives a
-multiplier (1 at the peak, ``min_lr_fraction`` at the end) and a group's rate is
-``multiplier * lr_scale``.  Groups without ``lr_scale`` (``"adamw"``) get the schedule's rate itself.
+Every group carries its peak rate ``peak_lr`` and its end rate ``end_lr`` (``"adamw"``: ``--lr`` and
+``--min-lr``; ``"muon"``: the rates above and ``min_lr_fraction`` of them); the loop's schedule
+(storygpt.train.loop.lr_at) takes every group from one to the other on the same curve, so a rate is a
+learning rate everywhere.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-
 import torch
 
-KINDS = ("adamw", "muon")
+from .config import KINDS, OptimConfig
+
+__all__ = ["KINDS", "Muon", "MuonAdamW", "OptimConfig", "build_optimizer", "rates", "split_parameters"]
+
 #: nanochat's reference width for the AdamW learning rates.
 REFERENCE_WIDTH = 768
 
 
-@dataclass
-class OptimConfig:
-    """The optimizer of a run; stored in ``ckpt.pt`` as a plain dict (``optim``).
-
-    Attributes:
-        kind: ``"adamw"`` or ``"muon"`` (see the module docstring).
-        lr: peak learning rate of ``"adamw"``.
-        weight_decay: AdamW weight decay of ``"adamw"`` (matrices and embeddings).
-        matrix_lr, embed_lr, head_lr, gain_lr: peak learning rates of ``"muon"``'s groups; None: the
-            width rule of the module docstring.
-        matrix_weight_decay: decoupled weight decay of Muon's block matrices (``"muon"``; each step
-            multiplies them by ``1 - rate * matrix_weight_decay``).
-        head_weight_decay: AdamW's decoupled weight decay of ``"muon"``'s head group (the untied output
-            layer, or the tied embedding).
-        min_lr_fraction: the end of ``"muon"``'s cosine schedule, as a fraction of each group's peak.
-        momentum: Muon's momentum.
-
-    The Newton-Schulz dtype of :class:`Muon` is not a field: it follows the device (float32 on the CPU,
-    bfloat16 elsewhere), so a run resumed on another device changes it.
-    """
-
-    kind: str = "adamw"
-    lr: float = 3e-3
-    weight_decay: float = 0.1
-    matrix_lr: float | None = None
-    embed_lr: float | None = None
-    head_lr: float | None = None
-    gain_lr: float | None = None
-    momentum: float = 0.95
-    matrix_weight_decay: float = 0.0
-    head_weight_decay: float = 0.0
-    min_lr_fraction: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"OptimConfig.kind must be one of {KINDS}, got {self.kind!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> OptimConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"OptimConfig: unknown keys {unknown}")
-        return cls(**d)
-
-    def rates(self, n_embd: int) -> dict[str, float]:
-        """The peak learning rates of ``"muon"``'s groups for width ``n_embd`` (given ones win)."""
-        scale = (n_embd / REFERENCE_WIDTH) ** -0.5
-        rule = {"matrix": 0.02, "embed": 0.2 * scale, "head": 0.004 * scale, "gain": 0.02 * scale}
-        given = {"matrix": self.matrix_lr, "embed": self.embed_lr, "head": self.head_lr, "gain": self.gain_lr}
-        return {k: (given[k] if given[k] is not None else rule[k]) for k in rule}
+def rates(config: OptimConfig, n_embd: int) -> dict[str, float]:
+    """The peak learning rates of ``"muon"``'s groups for width ``n_embd`` (the given ones win)."""
+    scale = (n_embd / REFERENCE_WIDTH) ** -0.5
+    rule = {"matrix": 0.02, "embed": 0.2 * scale, "head": 0.004 * scale, "gain": 0.02 * scale}
+    given = {"matrix": config.matrix_lr, "embed": config.embed_lr, "head": config.head_lr, "gain": config.gain_lr}
+    return {k: (given[k] if given[k] is not None else rule[k]) for k in rule}
 
 
 def orthogonalize(g: torch.Tensor, coefficients: tuple, steps: int, eps: float, dtype: torch.dtype) -> torch.Tensor:
@@ -210,51 +164,54 @@ def split_parameters(model) -> dict[str, list[torch.nn.Parameter]]:
     return {"matrix": matrix, "embed": embed, "head": head, "gain": gain}
 
 
+def with_schedule(optimizer, ends: list[tuple[float, float]]):
+    """Give group i of ``optimizer`` (a torch optimizer) ``peak_lr, end_lr = ends[i]``, again after every
+    ``load_state_dict`` (a state stored before these keys existed lacks them); returns ``optimizer``."""
+
+    def keep(opt) -> None:
+        for group, (peak, end) in zip(opt.param_groups, ends):
+            group["peak_lr"], group["end_lr"] = peak, end
+
+    keep(optimizer)
+    optimizer.register_load_state_dict_post_hook(keep)
+    return optimizer
+
+
 def build_optimizer(model, config: OptimConfig):
     """The optimizer for ``model`` (a :class:`storygpt.model.GPT`) described by ``config``.
 
     Returns:
         ``"adamw"``: a :class:`torch.optim.AdamW` with two groups (decay: parameters of 2 or more
         dimensions; no decay: the rest), as storygpt always built it.  ``"muon"``: a
-        :class:`MuonAdamW`; each group has ``lr_scale``, its peak learning rate.
+        :class:`MuonAdamW`.  Every group has ``peak_lr`` and ``end_lr`` (the module docstring).
     """
     if config.kind == "adamw":
         decay = [p for p in model.parameters() if p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.dim() < 2]
-        return torch.optim.AdamW(
+        adamw = torch.optim.AdamW(
             [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=config.lr,
             betas=(0.9, 0.95),
             eps=1e-8,
         )
-    rates = config.rates(model.config.n_embd)
+        return with_schedule(adamw, [(config.lr, config.min_lr)] * 2)
+    peak = rates(config, model.config.n_embd)
     parts = split_parameters(model)
     cpu = parts["matrix"][0].device.type == "cpu"
     muon = Muon(
-        [{"params": parts["matrix"], "lr_scale": rates["matrix"]}],
+        [{"params": parts["matrix"]}],
         ns_dtype=torch.float32 if cpu else torch.bfloat16,
-        lr=rates["matrix"],
+        lr=peak["matrix"],
         weight_decay=config.matrix_weight_decay,
         momentum=config.momentum,
         nesterov=True,
         adjust_lr_fn="original",
     )
     decay = {"head": config.head_weight_decay}
-    groups = [
-        {"params": parts[k], "lr": rates[k], "lr_scale": rates[k], "weight_decay": decay.get(k, 0.0)}
-        for k in ("embed", "head", "gain")
-        if parts[k]
-    ]
+    adamw_parts = [k for k in ("embed", "head", "gain") if parts[k]]
+    groups = [{"params": parts[k], "lr": peak[k], "weight_decay": decay.get(k, 0.0)} for k in adamw_parts]
     adamw = torch.optim.AdamW(groups, betas=(0.8, 0.95), eps=1e-10, weight_decay=0.0)
+    end = config.min_lr_fraction
+    with_schedule(muon, [(peak["matrix"], peak["matrix"] * end)])
+    with_schedule(adamw, [(peak[k], peak[k] * end) for k in adamw_parts])
     return MuonAdamW(muon, adamw)
-
-
-def schedule_peak(config: OptimConfig, lr: float, min_lr: float) -> tuple[float, float]:
-    """``(peak, end)`` of the loop's schedule: the learning rates for ``"adamw"``, the multipliers
-    ``(1, config.min_lr_fraction)`` for ``"muon"`` (whose groups scale them by their ``lr_scale``)."""
-    return (lr, min_lr) if config.kind == "adamw" else (1.0, config.min_lr_fraction)
-
-
-def group_lr(group: dict, lr: float) -> float:
-    """The learning rate of ``group`` when the schedule gives ``lr`` (see the module docstring)."""
-    return lr * group["lr_scale"] if "lr_scale" in group else lr

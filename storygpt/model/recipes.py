@@ -1,58 +1,30 @@
-"""Training recipes by name (``pretrain.py --recipe NAME``): a model architecture and an optimizer.
+"""Training recipes by name (``pretrain.py --recipe NAME``), and :class:`Recipe`: a recipe as one value.
 
 * ``gpt2``: GPT-2's architecture (LayerNorm, GELU, tied embeddings, biases) trained with one AdamW
   learning rate: storygpt's model and optimizer before recipes existed, bit for bit.  Checkpoints
   written before recipes existed are ``gpt2`` runs.
 * ``modern``: the nanochat-style model (parameter-free RMSNorm, RMSNorm on queries and keys,
-  ReLU^2, untied embeddings, zero-initialised output projections, no biases) trained with Muon +
-  AdamW (storygpt/model/optim.py).  nanochat's logit soft-cap (``--logit-softcap 15``) is left out:
-  at the compare.py default budget it cost 23-29% more CPU per run for no lower bits/char
-  (docs/training.md, "Ablations"), and without it the model is exactly Qwen3 for export.
+  ReLU^2, untied embeddings, zero-initialised output projections, no biases, a parameter-free
+  RMSNorm of the token embedding initialised with std 0.8) trained with Muon + AdamW
+  (storygpt/model/optim.py).  nanochat's logit soft-cap (``--logit-softcap 15``) is left out: at
+  the compare.py default budget it cost 23-29% more CPU per run for no lower bits/char
+  (docs/training.md, "Ablations").  The embedding norm (issue 37) makes it exactly NanoChat for
+  export; without it (``--embed-norm off --embed-std 0.02``, modern before issue 37) exactly Qwen3.
 
-Every part is a :class:`storygpt.model.GPTConfig` field (``ARCH``) or the optimizer kind, and a
-flag of pretrain.py, so one part can be switched at a time (``--recipe gpt2 --optimizer muon``).
+The parts are the fields of :class:`storygpt.model.GPTConfig` and :class:`storygpt.model.config.OptimConfig`
+made with :func:`storygpt.model.config.part`: each carries its value in every recipe, its help and its
+allowed values, and is a flag of pretrain.py, so one part can be switched at a time (``--recipe gpt2
+--optimizer muon``).  Nothing here lists the parts by hand: a new part is its field and its use.
 """
 
 from __future__ import annotations
 
-#: The architecture fields a recipe sets (GPTConfig field -> value) and its optimizer kind.
-RECIPES: dict[str, dict] = {
-    "gpt2": dict(
-        norm="layernorm",
-        qk_norm=False,
-        mlp="gelu",
-        tie_embeddings=True,
-        zero_init=False,
-        logit_softcap=0.0,
-        bias=True,
-        optimizer="adamw",
-        matrix_weight_decay=0.0,
-        head_weight_decay=0.0,
-        min_lr_fraction=0.1,
-    ),
-    "modern": dict(
-        norm="rmsnorm",
-        qk_norm=True,
-        mlp="relu2",
-        tie_embeddings=False,
-        zero_init=True,
-        logit_softcap=0.0,
-        bias=False,
-        optimizer="muon",
-        matrix_weight_decay=0.0,
-        head_weight_decay=0.0,
-        min_lr_fraction=0.1,
-    ),
-}
-#: GPTConfig fields a recipe sets (the others go to OptimConfig).
-ARCH = ("norm", "qk_norm", "mlp", "tie_embeddings", "zero_init", "logit_softcap", "bias")
-#: pretrain.py flags (dest names) that only one optimizer kind reads.
-OPTIMIZER_FLAGS = {
-    "adamw": ("lr", "min_lr", "weight_decay"),
-    "muon": ("matrix_lr", "embed_lr", "head_lr", "matrix_weight_decay", "head_weight_decay", "min_lr_fraction"),
-}
-#: The recipe whose optimizer each kind is.
-RECIPE_OF = {"adamw": "gpt2", "muon": "modern"}
+from dataclasses import MISSING, dataclass, fields
+
+from .config import GPTConfig, OptimConfig, reader
+
+#: The recipes, by name (each part's value in a recipe: its field's ``Part.values``).
+NAMES = ("gpt2", "modern")
 #: What a run stored before recipes existed was.
 LEGACY = "gpt2"
 #: pretrain.py's (and compare.py's) ``--recipe`` default: at the compare.py default budget ``modern``
@@ -61,15 +33,119 @@ LEGACY = "gpt2"
 DEFAULT = "modern"
 
 
-def parts(name: str, given: dict) -> dict:
-    """The recipe ``name``'s parts (:data:`RECIPES`), with the non-None values of ``given`` in their place.
+def _parts(cls) -> list:
+    """``[(field, Part), ...]`` of a config class, in field order."""
+    return [(f, f.metadata["part"]) for f in fields(cls) if "part" in f.metadata]
 
-    Raises:
-        ValueError: an unknown recipe, naming the known ones.
+
+def _flag(f, p) -> str:
+    """The pretrain.py flag's dest of part field ``f``."""
+    return p.flag or f.name
+
+
+#: GPTConfig fields that are recipe parts.
+ARCH = tuple(f.name for f, _ in _parts(GPTConfig))
+#: name -> {flag dest: value} of every part (``RECIPES["modern"]["optimizer"] == "muon"``).
+RECIPES: dict[str, dict] = {
+    name: {_flag(f, p): p.values.get(name, f.default) for cls in (GPTConfig, OptimConfig) for f, p in _parts(cls)}
+    for name in NAMES
+}
+#: pretrain.py flags (dest names) that only one optimizer kind reads.
+OPTIMIZER_FLAGS = {kind: tuple(f.name for f in fields(OptimConfig) if reader(f) == kind) for kind in ("adamw", "muon")}
+#: The recipe whose optimizer each kind is.
+RECIPE_OF = {RECIPES[name]["optimizer"]: name for name in NAMES}
+
+
+def _shown(v) -> str:
+    return ("on" if v else "off") if isinstance(v, bool) else "default" if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A recipe with its parts resolved: the name it was asked by, the model's parts, the optimizer.
+
+    Built once, from flags (:meth:`from_flags`) or from a checkpoint (:meth:`from_checkpoint`); printed
+    (``str``: the name and the parts that differ from it), recorded (:meth:`to_dict`) and compared
+    (``==``, :meth:`differences`) as one object.
+
+    Attributes:
+        name: ``gpt2`` or ``modern``.
+        model: GPTConfig part -> value (every field of :data:`ARCH`).
+        optim: the optimizer, an :class:`OptimConfig`.
     """
-    if name not in RECIPES:
-        raise ValueError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
-    return {k: (given[k] if given.get(k) is not None else v) for k, v in RECIPES[name].items()}
+
+    name: str
+    model: dict
+    optim: OptimConfig
+
+    @classmethod
+    def named(cls, name: str) -> Recipe:
+        """The recipe ``name`` as it is defined.
+
+        Raises:
+            ValueError: an unknown name, naming the known ones.
+        """
+        return cls.from_flags({"recipe": name})
+
+    @classmethod
+    def from_flags(cls, flags: dict, explicit: set[str] = frozenset()) -> Recipe:
+        """The recipe ``flags["recipe"]`` with the part flags of ``flags`` that are not None in place of its
+        values, and the other OptimConfig fields (``lr``, ``min_lr``, ``weight_decay``) from ``flags`` when there.
+
+        ``explicit``: the flags given on the command line; one that only the other optimizer kind reads is
+        refused.
+
+        Raises:
+            ValueError: an unknown recipe; a flag of the other optimizer kind in ``explicit`` (one line
+                naming both kinds' recipes and this kind's flags).
+        """
+        name = flags.get("recipe")
+        if name not in NAMES:
+            raise ValueError(f"unknown recipe {name!r}; known: {', '.join(NAMES)}")
+        given = {k: v for k, v in flags.items() if v is not None}
+        parts = {k: given.get(k, v) for k, v in RECIPES[name].items()}
+        kind = parts["optimizer"]
+        wrong = foreign_flag(kind, explicit)
+        if wrong:
+            raise ValueError(wrong)
+        model = {k: parts[k] for k in ARCH}
+        optim = {f.name: parts[_flag(f, p)] for f, p in _parts(OptimConfig)}
+        optim |= {f.name: given[f.name] for f in fields(OptimConfig) if "part" not in f.metadata and f.name in given}
+        return cls(name, model, OptimConfig(**optim))
+
+    @classmethod
+    def from_checkpoint(cls, ckpt: dict) -> Recipe:
+        """The recipe a ``ckpt.pt`` was trained with, from its stored flags (:func:`legacy_args`: a run from
+        before recipes is ``gpt2``, a run from before a part existed is without it)."""
+        return cls.from_flags(legacy_args(ckpt["args"]))
+
+    def flags(self) -> dict:
+        """pretrain.py's flags (dest -> value) of the recipe: ``recipe``, every part, lr, min_lr, weight_decay."""
+        optim = self.optim.to_dict()
+        parts = {_flag(f, p): optim[f.name] for f, p in _parts(OptimConfig)}
+        rest = {f.name: optim[f.name] for f in fields(OptimConfig) if reader(f) and "part" not in f.metadata}
+        return {"recipe": self.name, **self.model, **parts, **rest}
+
+    def config(self, **shape) -> GPTConfig:
+        """The model's :class:`GPTConfig`: ``shape`` (vocab_size, n_layer, ..., position) and the parts."""
+        return GPTConfig(**shape, **self.model)
+
+    def to_dict(self) -> dict:
+        """``{"name", "model", "optim"}`` of plain values (recorded in summary.json)."""
+        return {"name": self.name, "model": dict(self.model), "optim": self.optim.to_dict()}
+
+    def parts(self) -> dict:
+        """Part flag -> value, as :data:`RECIPES` lists them."""
+        return {k: v for k, v in self.flags().items() if k in RECIPES[self.name]}
+
+    def differences(self, other: Recipe) -> list[str]:
+        """``"part: mine -> other's"`` for every part (and the name) that differs."""
+        a, b = {"recipe": self.name, **self.parts()}, {"recipe": other.name, **other.parts()}
+        return [f"{k}: {_shown(a[k])} -> {_shown(b[k])}" for k in a if a[k] != b[k]]
+
+    def __str__(self) -> str:
+        changed = [f"{k}={_shown(v)}" for k, v in self.parts().items() if v != RECIPES[self.name][k]]
+        return " ".join([self.name, *(["+", *changed] if changed else [])])
 
 
 def foreign_flag(optimizer: str, explicit: set[str]) -> str | None:
@@ -87,11 +163,40 @@ def foreign_flag(optimizer: str, explicit: set[str]) -> str | None:
 
 
 def legacy_args(saved: dict) -> dict:
-    """A stored run's flags with the recipe flags filled in: a run from before recipes is ``gpt2``."""
+    """A stored run's flags with the recipe flags filled in: a run from before recipes is ``gpt2``, and a
+    part the run does not record takes its field's default (the model or optimizer of before the part)."""
     out = dict(saved)
     out.setdefault("recipe", LEGACY)
-    for k, v in RECIPES[LEGACY].items():
-        out.setdefault(k, v)
-    for k in OPTIMIZER_FLAGS["muon"]:
-        out.setdefault(k, None)
+    for cls in (GPTConfig, OptimConfig):
+        for f, p in _parts(cls):
+            out.setdefault(_flag(f, p), None if f.default is MISSING else f.default)
     return out
+
+
+def flag_rows(on_off) -> list[tuple]:
+    """pretrain.py's flag rows ``(flag, type, default, help)`` of the parts; ``on_off``: the yes/no type."""
+    rows = []
+    for cls in (GPTConfig, OptimConfig):
+        for f, p in _parts(cls):
+            flag = _flag(f, p)
+            typ = str if p.choices else on_off if isinstance(f.default, bool) else type(f.default or 0.0)
+            recipes = [n for n in NAMES if p.only in (None, RECIPES[n]["optimizer"])]
+            values = ", ".join(f"{n}: {_shown(RECIPES[n][flag])}" for n in recipes if RECIPES[n][flag] is not None)
+            help = f"{p.only or 'part'}: {p.help}" + (f"; {values}" if values else "")
+            rows.append(("--" + flag.replace("_", "-"), typ, None, help))
+    return rows
+
+
+def flag_choices() -> dict:
+    """``{flag: allowed values}`` of the text parts (for pretrain.py's parser)."""
+    return {
+        "--" + _flag(f, p).replace("_", "-"): list(p.choices)
+        for cls in (GPTConfig, OptimConfig)
+        for f, p in _parts(cls)
+        if p.choices
+    }
+
+
+def flag_ranges() -> dict:
+    """``{dest: (low, high[, "strict"])}`` of the number parts (for :func:`storygpt.cli.check_ranges`)."""
+    return {_flag(f, p): p.range for cls in (GPTConfig, OptimConfig) for f, p in _parts(cls) if p.range}

@@ -120,16 +120,10 @@ class Budgets:
 
 @dataclass(frozen=True)
 class Hyper:
-    """The optimization settings the loop reads.
-
-    ``lr``/``min_lr``: the schedule's peak and end -- learning rates for an ``"adamw"`` optimizer,
-    multipliers of each group's peak for ``"muon"`` (:func:`storygpt.model.optim.schedule_peak`).
-    """
+    """The optimization settings the loop reads (the rates are the optimizer groups' ``peak_lr``/``end_lr``)."""
 
     batch_size: int
     grad_accum: int
-    lr: float
-    min_lr: float
     warmup_steps: int
     grad_clip: float
     eval_interval: int
@@ -182,7 +176,7 @@ class Live:
 def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.Optimizer:
     """The run's optimizer, as ``optim`` describes it (:func:`storygpt.model.optim.build_optimizer`): AdamW
     (betas 0.9, 0.95, weight decay on matrices and embeddings only, as nanoGPT) for ``"adamw"``, Muon +
-    AdamW with per-group peak rates (``lr_scale``) for ``"muon"``."""
+    AdamW with per-group rates for ``"muon"``; every group has its ``peak_lr`` and ``end_lr``."""
     return optim_parts.build_optimizer(model, optim)
 
 
@@ -195,14 +189,19 @@ def lr_at(step: int, progress: float, lr: float, min_lr: float, warmup_steps: in
     return cos * warm
 
 
-# -------------------------------------------------------------------- step
-def train_step(r: Run, live: Live, lr: float) -> tuple[float, float]:
-    """One optimizer step over ``grad_accum`` micro-batches; returns (mean loss, gradient norm).
+def set_rates(optimizer, step: int, progress: float, warmup_steps: int) -> float:
+    """Every group's learning rate at ``step`` and ``progress``: :func:`lr_at` from its ``peak_lr`` to its
+    ``end_lr`` (one schedule for all groups).  Returns the first group's rate (metrics.jsonl's ``lr``)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr_at(step, progress, group["peak_lr"], group["end_lr"], warmup_steps)
+    return optimizer.param_groups[0]["lr"]
 
-    ``lr``: the schedule's value (:func:`lr_at`); each group's rate is :func:`storygpt.model.optim.group_lr`.
-    """
-    for group in r.optimizer.param_groups:
-        group["lr"] = optim_parts.group_lr(group, lr)  # "muon": lr is a multiplier of each group's peak
+
+# -------------------------------------------------------------------- step
+def train_step(r: Run, live: Live, progress: float) -> tuple[float, float, float]:
+    """One optimizer step over ``grad_accum`` micro-batches at ``progress`` of the budget (the schedule:
+    :func:`set_rates`); returns (mean loss, gradient norm, the first group's learning rate)."""
+    lr = set_rates(r.optimizer, live.state.step, progress, r.hyper.warmup_steps)
     k = r.hyper.grad_accum
     total = 0.0
     for micro in range(k):
@@ -220,7 +219,7 @@ def train_step(r: Run, live: Live, lr: float) -> tuple[float, float]:
     r.scaler.step(r.optimizer)
     r.scaler.update()
     r.optimizer.zero_grad(set_to_none=True)
-    return total / k, norm
+    return total / k, norm, lr
 
 
 def all_sum(r: Run, values: list[float]) -> list[float]:
@@ -405,9 +404,8 @@ def run(r: Run, live: Live) -> TrainState:
             continue  # a signal during the evaluation or the save stops the run here
         if reason:
             break
-        lr = lr_at(state.step, r.budgets.progress(state), h.lr, h.min_lr, h.warmup_steps)
         t_step, cpu_step = time.perf_counter(), time.process_time()
-        loss, norm = train_step(r, live, lr)
+        loss, norm, lr = train_step(r, live, r.budgets.progress(state))
         state.train_time += time.perf_counter() - t_step
         state.train_cpu_time += time.process_time() - cpu_step
         state.step += 1
@@ -416,7 +414,7 @@ def run(r: Run, live: Live) -> TrainState:
         state.flops = state.tokens * r.flops_per_token
         state.elapsed, _, loss = agree(r, start_elapsed + time.perf_counter() - t0, loss)
         if not math.isfinite(loss):
-            hint = "--lr" if isinstance(r.optimizer, torch.optim.AdamW) else "--matrix-lr/--embed-lr/--head-lr"
+            hint = OptimConfig.from_dict(r.meta["optim"]).rate_flags()
             raise RunError(f"the training loss became {loss} at step {state.step}; try a lower {hint}")
         if live.metrics is not None:
             live.metrics.write({"kind": "step", **counters(state), "lr": lr, "loss": loss, "grad_norm": norm})

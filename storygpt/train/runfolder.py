@@ -232,6 +232,7 @@ def summary(run, state) -> dict:
         "chars_per_token": run.chars_per_token,
         "config": m["config"],
         "optim": m["optim"],  # the OptimConfig (storygpt/model/optim.py): the recipe's optimizer
+        "recipe": m.get("recipe"),  # storygpt.model.recipes.Recipe.to_dict(): name, model parts, optimizer
         "batch_windows": run.hyper.batch_size * run.hyper.grad_accum * run.dist.world,
         "processes": run.dist.world,
         "device": str(run.device),

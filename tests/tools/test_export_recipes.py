@@ -49,15 +49,19 @@ def tokenizers(texts) -> dict:
 # ------------------------------------------------------------------------------- the modern recipe
 MODERN = {k: RECIPES["modern"][k] for k in ARCH}
 #: modern with nanochat's logit soft-cap (``--logit-softcap 15``; off by default since the recipe ablation)
-SOFTCAP = {**MODERN, "logit_softcap": 15.0}
+#: and without the embedding norm (whose export keeps storygpt's embedding rows as they are)
+SOFTCAP = {**MODERN, "logit_softcap": 15.0, "embed_norm": False, "embed_std": 0.02}
 RECIPES_GPT2_ARCH = {k: RECIPES["gpt2"][k] for k in ARCH}
 #: name -> (the GPTConfig parts: the modern recipe with some switched, the stock class they export as)
+#: modern before issue 37: no norm after the token embedding (so Qwen3 and Llama compute it)
+NO_EMBED_NORM = {"embed_norm": False, "embed_std": 0.02}
 VARIANTS = {
-    "modern": ({}, "Qwen3ForCausalLM"),
-    "modern-noqk": ({"qk_norm": False}, "LlamaForCausalLM"),
-    "modern-bias-noqk": ({"qk_norm": False, "bias": True}, "LlamaForCausalLM"),
-    "modern-softcap": ({"logit_softcap": 15.0}, "NanoChatForCausalLM"),
-    "modern-softcap-tied": ({"logit_softcap": 15.0, "tie_embeddings": True}, "NanoChatForCausalLM"),
+    "modern": ({}, "NanoChatForCausalLM"),  # its embedding norm: NanoChat's, which Qwen3 lacks
+    "modern-no-embed-norm": (NO_EMBED_NORM, "Qwen3ForCausalLM"),
+    "modern-noqk": ({**NO_EMBED_NORM, "qk_norm": False}, "LlamaForCausalLM"),
+    "modern-bias-noqk": ({**NO_EMBED_NORM, "qk_norm": False, "bias": True}, "LlamaForCausalLM"),
+    "modern-softcap": ({**NO_EMBED_NORM, "logit_softcap": 15.0}, "NanoChatForCausalLM"),
+    "modern-softcap-tied": ({**NO_EMBED_NORM, "logit_softcap": 15.0, "tie_embeddings": True}, "NanoChatForCausalLM"),
     "gpt2-nobias": ({**RECIPES_GPT2_ARCH, "bias": False}, "GPTNeoXForCausalLM"),
 }
 
@@ -84,8 +88,9 @@ def modern(tmp_path_factory, tokenizers, texts) -> dict:
 
 def test_the_table_picks_an_architecture_for_each_recipe_variant():
     base = dict(position="rope")
-    assert choose_architecture(GPTConfig(**base, **MODERN)) is QWEN3
-    assert choose_architecture(GPTConfig(**base, **{**MODERN, "qk_norm": False})) is LLAMA
+    assert choose_architecture(GPTConfig(**base, **MODERN)) is NANOCHAT
+    assert choose_architecture(GPTConfig(**base, **{**MODERN, "embed_norm": False})) is QWEN3
+    assert choose_architecture(GPTConfig(**base, **{**MODERN, "embed_norm": False, "qk_norm": False})) is LLAMA
     assert choose_architecture(GPTConfig(**base, **SOFTCAP)) is NANOCHAT
     assert choose_architecture(GPTConfig(**base, **{**SOFTCAP, "zero_init": False, "tie_embeddings": True})) is NANOCHAT
     assert choose_architecture(GPTConfig(**base, **{**RECIPES_GPT2_ARCH, "zero_init": True})) is GPT_NEOX
@@ -109,6 +114,11 @@ def test_the_table_picks_an_architecture_for_each_recipe_variant():
         (dict(SOFTCAP, position="rope", qk_norm=False), "GPTConfig.logit_softcap = 15.0 (in nanochat) does not go "),
         (dict(MODERN, position="rope", mlp="gelu"), "GPTConfig.mlp = 'gelu' (in gpt2/gpt_neox) does not go with "),
         (dict(position="rope", tie_embeddings=False), "GPTConfig.tie_embeddings = False (in llama/qwen3/nanochat)"),
+        (  # only NanoChat norms the embedding, and it has QK-norm: no Llama with an embedding norm
+            dict(MODERN, position="rope", embed_norm=True, qk_norm=False),
+            "GPTConfig.embed_norm = True (in nanochat) does not go with position = 'rope' (in gpt_neox/llama/qwen3/"
+            "nanochat), norm = 'rmsnorm' (in llama/qwen3/nanochat), qk_norm = False (in gpt2/gpt_neox/llama)",
+        ),
     ],
 )
 def test_recipe_parts_no_stock_architecture_computes_are_refused_in_one_line(parts, message):
@@ -148,7 +158,13 @@ def test_modern_export_layout(modern):
     assert torch.equal(q[16:32], want)
     tied = json.loads((modern["modern-softcap-tied"]["hf"] / "config.json").read_text())
     assert tied["tie_word_embeddings"] is False  # the output layer is storygpt's wte, the embedding is rescaled
-    qwen = json.loads((modern["modern"]["hf"] / "config.json").read_text())
+    # today's modern: NanoChat's own norm after the embedding is storygpt's embed_norm, so the rows go as they are
+    e = modern["modern"]
+    cfg = json.loads((e["hf"] / "config.json").read_text())
+    assert (cfg["model_type"], cfg["final_logit_softcapping"], cfg["tie_word_embeddings"]) == ("nanochat", None, False)
+    with safe_open(str(e["hf"] / "model.safetensors"), "pt") as f:
+        assert torch.equal(f.get_tensor("model.embed_tokens.weight"), e["model"].state_dict()["wte.weight"])
+    qwen = json.loads((modern["modern-no-embed-norm"]["hf"] / "config.json").read_text())
     assert (qwen["hidden_act"], qwen["head_dim"], qwen["attention_bias"]) == ("relu", 16, False)
 
 
@@ -180,7 +196,8 @@ def test_nanochat_refuses_embedding_rows_its_norm_cannot_give_back(modern, tmp_p
     "name, why",
     [
         ("modern-softcap", "llama.cpp has no NanoChat architecture"),
-        ("modern", "llama.cpp's qwen3 computes a SiLU-gated MLP"),
+        ("modern", "llama.cpp has no NanoChat architecture"),
+        ("modern-no-embed-norm", "llama.cpp's qwen3 computes a SiLU-gated MLP"),
         ("modern-noqk", "llama.cpp's llama computes a SiLU-gated MLP"),
     ],
 )

@@ -5,6 +5,7 @@ In-process (no subprocess): pretrain.main and pretrain.parse are called directly
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -18,16 +19,8 @@ from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_dig
 from storygpt.evaluate import _nll_rows
 from storygpt.model import GPT, GPTConfig
 from storygpt.model.gpt import SoftCap, SoftCappedLinear
-from storygpt.model.optim import (
-    Muon,
-    MuonAdamW,
-    OptimConfig,
-    build_optimizer,
-    group_lr,
-    schedule_peak,
-    split_parameters,
-)
-from storygpt.model.recipes import ARCH, RECIPES, legacy_args
+from storygpt.model.optim import Muon, MuonAdamW, OptimConfig, build_optimizer, rates, split_parameters
+from storygpt.model.recipes import ARCH, RECIPES, Recipe, legacy_args
 from storygpt.train import loop
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
@@ -61,7 +54,7 @@ def three_steps(model, opt) -> list[float]:
     losses = []
     for _ in range(3):
         for group in opt.param_groups:
-            group["lr"] = group_lr(group, 3e-3)
+            group["lr"] = 3e-3
         _, loss = model(x[:, :-1], x[:, 1:])
         loss.backward()
         opt.step()
@@ -190,9 +183,9 @@ def test_muon_groups_and_width_rule():
     opt = build_optimizer(model, OptimConfig("muon"))
     assert isinstance(opt, MuonAdamW) and isinstance(opt.muon, torch.optim.Muon)
     scale = (32 / 768) ** -0.5
-    assert [g["lr_scale"] for g in opt.param_groups] == [0.02, 0.2 * scale, 0.004 * scale]
-    assert [group_lr(g, 0.5) for g in opt.param_groups] == [0.01, 0.1 * scale, 0.002 * scale]
-    assert OptimConfig("muon", matrix_lr=0.05).rates(32)["matrix"] == 0.05
+    assert [g["peak_lr"] for g in opt.param_groups] == [0.02, 0.2 * scale, 0.004 * scale]
+    assert [g["end_lr"] for g in opt.param_groups] == [0.02 * 0.1, 0.2 * scale * 0.1, 0.004 * scale * 0.1]
+    assert rates(OptimConfig("muon", matrix_lr=0.05), 32)["matrix"] == 0.05
 
 
 @pytest.mark.parametrize("group", ["matrix", "head"])
@@ -209,7 +202,7 @@ def test_weight_decay_shrinks_its_group_by_rate_times_decay(group):
             p.grad = torch.ones_like(p)
         opt.step()
         ends[wd] = [p.detach().clone() for p in model.parameters()]
-    rate = OptimConfig("muon").rates(model.config.n_embd)[group]
+    rate = rates(OptimConfig("muon"), model.config.n_embd)[group]
     decayed = {id(p) for p in split_parameters(model)[group]}
     assert len(decayed) == (8 if group == "matrix" else 1)
     for p, o, a, b in zip(model.parameters(), old, ends[0.0], ends[0.5]):
@@ -244,10 +237,24 @@ def test_muon_written_out_is_torchs_step_and_float32_on_the_cpu():
     assert build_optimizer(modern(), OptimConfig("muon")).muon.ns_dtype == torch.float32
 
 
-def test_schedule_ends_at_the_recipe_fraction_for_muon_and_min_lr_for_adamw():
-    assert schedule_peak(OptimConfig("adamw"), 3e-3, 3e-4) == (3e-3, 3e-4)
-    assert schedule_peak(OptimConfig("muon"), 3e-3, 3e-4) == (1.0, 0.1)
-    assert schedule_peak(OptimConfig("muon", min_lr_fraction=0.0), 3e-3, 3e-4) == (1.0, 0.0)
+def test_one_schedule_takes_every_group_from_its_peak_to_its_end():
+    """Every rate is a learning rate: adamw's groups go from --lr to --min-lr, muon's from each group's peak to
+    min_lr_fraction of it, on the same curve (lr_at); the keys survive a state stored before they existed."""
+    adamw = build_optimizer(modern(), OptimConfig("adamw", lr=2e-3, min_lr=1e-4))
+    muon = build_optimizer(modern(), OptimConfig("muon", min_lr_fraction=0.25))
+    peaks = rates(OptimConfig("muon"), 32)
+    for opt, expected in ((adamw, [(2e-3, 1e-4)] * 2), (muon, [(peaks[k], peaks[k] * 0.25) for k in peaks][:3])):
+        assert loop.set_rates(opt, 100, 0.0, 10) == expected[0][0]
+        assert [g["lr"] for g in opt.param_groups] == [peak for peak, _ in expected]
+        loop.set_rates(opt, 100, 1.0, 10)
+        assert [g["lr"] for g in opt.param_groups] == pytest.approx([end for _, end in expected], rel=1e-15)
+        loop.set_rates(opt, 0, 0.5, 10)  # warm-up: a tenth of the half-way rate
+        assert [g["lr"] for g in opt.param_groups] == [loop.lr_at(0, 0.5, p, e, 10) for p, e in expected]
+    old = adamw.state_dict()
+    for g in old["param_groups"]:
+        del g["peak_lr"], g["end_lr"]  # as a ckpt.pt written before them stores it
+    adamw.load_state_dict(old)
+    assert [(g["peak_lr"], g["end_lr"]) for g in adamw.param_groups] == [(2e-3, 1e-4)] * 2
 
 
 def test_a_run_from_before_muon_weight_decay_resumes_without_it():
@@ -317,8 +324,13 @@ def test_compile_trains_what_eager_trains(corpus, tmp_path, recipe):
     assert compiled["history"][-1]["val_loss"] == pytest.approx(eager["history"][-1]["val_loss"], rel=1e-4)
 
 
-def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp_path):
-    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2")  # the default: modern
+def test_resume_with_another_recipe_is_refused_naming_the_stored_one(corpus, tmp_path, capsys):
+    train(corpus, tmp_path / "run", "--max-steps", "2", "--eval-interval", "2", "--head-lr", "0.01")  # modern
+    # printed and recorded as one value: its name and what differs; summary.json holds every part
+    assert "recipe modern + head_lr=0.01\n" in capsys.readouterr().out
+    recorded = json.loads((tmp_path / "run" / "summary.json").read_text())["recipe"]
+    assert recorded == Recipe.from_flags({"recipe": "modern", "head_lr": 0.01}).to_dict()
+    assert recorded["model"]["embed_norm"] is True and recorded["optim"]["head_lr"] == 0.01
     with pytest.raises(SystemExit) as e:
         train(corpus, tmp_path / "run", "--resume", "--recipe", "gpt2")
     assert "is a --recipe modern run, not --recipe gpt2; resume it with --recipe modern" in str(e.value.code)
@@ -369,3 +381,97 @@ def test_part_flags_switch_one_part():
     assert pretrain.parse(["--recipe", "modern"])[0].logit_softcap == 0.0
     args, _ = pretrain.parse(["--recipe", "gpt2", "--optimizer", "muon", "--tie-embeddings", "off"])
     assert (args.recipe, args.optimizer, args.tie_embeddings, args.norm) == ("gpt2", "muon", False, "layernorm")
+
+
+# ------------------------------------------------------------ the recipe as a value
+def test_a_recipe_is_one_value_built_from_flags_or_a_checkpoint():
+    modern_ = Recipe.named("modern")
+    assert modern_.model == MODERN and modern_.optim == OptimConfig("muon", warmup_steps=5)
+    assert Recipe.named("gpt2").optim == OptimConfig("adamw", warmup_steps=20)  # gpt2's warm-up as before
+    assert str(modern_) == "modern" and modern_ == Recipe.from_flags({"recipe": "modern", "norm": None})
+    mixed = Recipe.from_flags({"recipe": "gpt2", "optimizer": "muon", "embed_norm": True, "lr": 1e-3})
+    assert str(mixed) == "gpt2 + embed_norm=on optimizer=muon"
+    assert mixed.optim.kind == "muon" and mixed.optim.lr == 1e-3 and mixed.model["norm"] == "layernorm"
+    assert mixed.differences(Recipe.named("gpt2")) == ["embed_norm: on -> off", "optimizer: muon -> adamw"]
+    assert Recipe.from_flags(mixed.flags()) == mixed  # recorded as flags (ckpt.pt args), read back the same
+    assert Recipe.from_checkpoint({"args": mixed.flags()}) == mixed
+    gpt2_arch = {k: RECIPES["gpt2"][k] for k in ARCH}
+    assert mixed.config(**SHAPE) == GPTConfig(**SHAPE, **{**gpt2_arch, "embed_norm": True})
+    with pytest.raises(ValueError, match="unknown recipe 'llama'; known: gpt2, modern"):
+        Recipe.named("llama")
+    with pytest.raises(ValueError, match="--lr is a flag of the adamw optimizer"):
+        Recipe.from_flags({"recipe": "modern", "lr": 1e-3}, explicit={"lr"})
+
+
+def test_every_part_is_a_pretrain_flag_with_its_checks():
+    """The flags, their choices and ranges come from the fields (storygpt/model/config.py ``part``)."""
+    parser = pretrain.build_parser()
+    flags = {a.dest: a for a in parser._actions}
+    for name in (*ARCH, "optimizer", "matrix_lr", "min_lr_fraction"):
+        assert name in flags and name in RECIPES["modern"], name
+    assert flags["norm"].choices == ["layernorm", "rmsnorm"] and flags["optimizer"].choices == ["adamw", "muon"]
+    assert pretrain.RANGES["embed_std"] == (0.0, 10.0, "strict") and pretrain.RANGES["min_lr_fraction"] == (0, 1)
+    assert flags["warmup_steps"].type is int and pretrain.RANGES["warmup_steps"] == (0, None)
+    assert (pretrain.parse([])[0].warmup_steps, pretrain.parse(["--recipe", "gpt2"])[0].warmup_steps) == (5, 20)
+
+
+def test_a_modern_run_from_before_the_embedding_parts_resumes_without_them():
+    old = {"recipe": "modern", "optimizer": "muon", "norm": "rmsnorm", "qk_norm": True, "mlp": "relu2"}
+    recipe = Recipe.from_checkpoint({"args": old})
+    assert recipe.model["embed_norm"] is False and recipe.model["embed_std"] == 0.02
+    assert (
+        GPTConfig.from_dict({k: v for k, v in GPTConfig(**SHAPE).to_dict().items() if "embed" not in k}).embed_norm
+        is False
+    )
+
+
+# ------------------------------------------------------------ the embedding parts (issue 37)
+def test_embedding_norm_and_init():
+    """embed_norm: the first block gets rms_norm of the token embedding (x / sqrt(mean(x^2) + eps)), written
+    out here; embed_std: wte's initial std, the same random draws scaled (so the rest of the init is unchanged)."""
+    plain, normed = modern(embed_norm=False, embed_std=0.02), modern(embed_norm=True, embed_std=0.02)
+    assert torch.equal(plain.wte.weight, normed.wte.weight)
+    x = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(6))
+    seen = []
+    normed.blocks[0].register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+    normed(x)
+    e = normed.wte(x)
+    expected = e / torch.sqrt(e.square().mean(-1, keepdim=True) + torch.finfo(torch.float32).eps)
+    torch.testing.assert_close(seen[0], expected, rtol=1e-6, atol=1e-7)
+    wide = modern(embed_norm=False, embed_std=0.8)
+    assert (MODERN["embed_norm"], MODERN["embed_std"]) == (True, 0.8)  # issue 37: both in today's modern
+    torch.testing.assert_close(wide.wte.weight, plain.wte.weight * 40.0, rtol=1e-6, atol=0)
+    for (name, a), (_, b) in zip(plain.named_parameters(), wide.named_parameters()):
+        assert name == "wte.weight" or torch.equal(a, b), name
+    assert wide.wte.weight.std().item() == pytest.approx(0.8, rel=0.05)
+
+
+@pytest.mark.parametrize("std", [0.0, -1.0, 10.5, float("nan")])
+def test_an_embedding_std_out_of_range_is_refused(std):
+    with pytest.raises(ValueError, match="GPTConfig.embed_std must be above 0 and at most 10, got "):
+        GPTConfig(**SHAPE, embed_std=std)
+
+
+def test_bad_embedding_flags_are_one_line_errors(capsys):
+    assert "--embed-std must be > 0.0, got 0.0" in parse_error(capsys, "--embed-std", "0")
+    assert "--embed-std must be in 0.0 .. 10.0, got 11.0" in parse_error(capsys, "--embed-std", "11")
+    assert "--embed-std must be a finite number, got nan" in parse_error(capsys, "--embed-std", "nan")
+    assert "on or off" in parse_error(capsys, "--embed-norm", "yes")
+
+
+def test_a_run_stored_without_the_embedding_parts_resumes_without_them(corpus, tmp_path):
+    """A ckpt.pt written before embed_norm/embed_std existed (its args and config lack them) goes on as the
+    model it was, whatever today's recipe says; the flags and config stored after the resume say so."""
+    from storygpt.checkpoint import save_checkpoint
+
+    run = tmp_path / "run"
+    train(corpus, run, "--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.02", "--max-steps", "2")
+    ckpt = read_checkpoint(run / "ckpt.pt")
+    for part in ("embed_norm", "embed_std"):
+        del ckpt["args"][part], ckpt["config"][part]
+    save_checkpoint(run / "ckpt.pt", {k: v for k, v in ckpt.items() if k != "model_sha256"})
+    train(corpus, run, "--resume", "--max-steps", "4")
+    after = read_checkpoint(run / "ckpt.pt")
+    assert after["state"]["step"] == 4 and after["args"]["recipe"] == "modern"
+    assert (after["args"]["embed_norm"], after["args"]["embed_std"]) == (False, 0.02)
+    assert (after["config"]["embed_norm"], after["config"]["embed_std"]) == (False, 0.02)
