@@ -64,7 +64,12 @@ PROG = "compare.py"
 #: settings that name the folder of runs, and it is recorded in each run's compare.json.
 FORWARDED = {"recipe": "--recipe"}
 #: pretrain.py's defaults that the pre-training guard needs (when --pretrain-args does not set them).
-PRETRAIN_WARMUP = 20
+PRETRAIN_WARMUP = 20  # the warm-up of a recipe that names none (warmup_of reads the recipe's own)
+
+
+def warmup_of(recipe_parts: dict) -> int:
+    """The warm-up steps pretrain.py gives a run of this recipe (its ``warmup_steps`` part; gpt2 20, modern 5)."""
+    return int(recipe_parts.get("warmup_steps", PRETRAIN_WARMUP))
 
 
 def python_tool(name: str) -> list[str]:
@@ -176,7 +181,7 @@ def train(run: Run, args, settings: Settings, data_dir: Path, out_root: Path, sh
         settings=asdict(settings),
         budget=list(run.budget),
         seed=run.seed,
-        warmup_steps=pretrain_setting(settings.pretrain_args, "--warmup-steps", PRETRAIN_WARMUP),
+        warmup_steps=pretrain_setting(settings.pretrain_args, "--warmup-steps", warmup_of(settings.recipe_parts)),
     )
     write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
     total = value * (60.0 if key_name == "minutes" else 1.0)
@@ -508,7 +513,7 @@ def compare(args, argv: list[str]) -> int:
             t1 = time.perf_counter()
             if prepare_data(first, args, settings, data_dir):
                 print(f"data for {spec}: {duration_since(t1)}", flush=True)
-        warmup = pretrain_setting(pretrain_args, "--warmup-steps", PRETRAIN_WARMUP)
+        warmup = pretrain_setting(pretrain_args, "--warmup-steps", warmup_of(settings.recipe_parts))
         batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
         notes = []
         for run in runs:
