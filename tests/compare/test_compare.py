@@ -234,7 +234,7 @@ def test_interrupted_run_is_resumed_and_nothing_finished_retrained(layout):
 
 
 def test_under_trained_runs_are_warned_before_training_and_never_best(layout):
-    argv = ["byte", "bpe:512", *layout["argv"][3:]]
+    argv = ["byte", "bpe:512", *layout["argv"][3:], "--pretrain-args=--warmup-steps 20"]  # modern's own is 5
     argv[argv.index("--budget-flops") : argv.index("--budget-flops") + 2] = ["--budget-tokens", "20480"]
     done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['record']}")
     assert done.returncode == 0, done.stderr

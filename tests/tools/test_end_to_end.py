@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TINY_MODEL = (
     "--n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --max-steps 12 "
-    "--eval-interval 6 --eval-windows 4 --no-progress --threads 1"
+    "--eval-interval 6 --eval-windows 4 --no-progress --threads 1 --warmup-steps 20"  # modern's own warm-up is 5
 )
 
 

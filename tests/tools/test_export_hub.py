@@ -190,11 +190,12 @@ def test_model_card_of_a_pretrain_checkpoint(exported, tmp_path):
     ckpt.update(spec="word:700", corpus="shakespeare", step=1234, val_bpc=2.34567)
     config = dict(ckpt["config"])
     config["qk_norm"] = False
+    config["embed_norm"] = False  # no stock architecture norms the embedding without QK-norm
     ckpt["config"] = config
     save_checkpoint(tmp_path / "best.pt", ckpt)
     res = export(tmp_path / "best.pt", tmp_path / "out")
     card = (res["path"] / "README.md").read_text()
-    assert "| recipe | `modern` with qk_norm=False |" in card
+    assert "| recipe | `modern` with qk_norm=False, embed_norm=False |" in card
     assert f"| tokenizer | `word:700`: word, {exported['word']['tok'].vocab_size:,} tokens |" in card
     assert "| training steps | 1,234 |" in card and "| held-out bits per character | 2.3457 (" in card
     assert "| corpus | `shakespeare` |" in card
