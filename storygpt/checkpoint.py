@@ -1,34 +1,14 @@
 """Checkpoints: a model, its tokenizer and the state to resume training.
 
-A checkpoint is a ``dict`` of plain Python types and tensors, so it loads with
-``torch.load(path, weights_only=True)``.  Every checkpoint holds::
+A checkpoint is a ``dict`` of plain types and tensors (``torch.load(path, weights_only=True)``):
+``model`` (+ ``model_sha256``), ``config``, ``tokenizer``, ``spec``/``slug``, ``corpus``, ``data``
+(+ ``data_abs``) and ``trained`` (:func:`training_record`).  ``best.pt`` adds ``step`` and
+``val_bpc``; ``ckpt.pt`` adds the training state (``optimizer``, ``scaler``, ``state``, ``args``,
+``optim``).  This module owns the format: assemble (:func:`model_record`,
+:func:`training_checkpoint`, :func:`best_checkpoint`), save atomically, read and check
+(:func:`read_training_checkpoint`), load.
 
-    model         state_dict (no "_orig_mod." / "module." prefixes); model_sha256: its checksum
-    config        GPTConfig as a dict
-    tokenizer     the tokenizer's to_dict()
-    spec, slug    the tokenizer SPEC (e.g. "bpe:8192") and its slug ("bpe-8192")
-    corpus        the corpus folder's name
-    data          the corpus folder, relative to the checkpoint's folder when both lie under one
-                  folder other than "/" (so a moved clone keeps working), else absolute;
-                  data_abs: the absolute folder at save time (the fallback)
-
-    trained       how far the run had got when the file was written (:func:`training_record`): steps,
-                  tokens, flops, warmup_steps, evals, under_trained (why, or None); absent in files
-                  from before it (:func:`trained_of` then reads what they hold)
-
-``best.pt`` holds only these (plus ``step`` and ``val_bpc``).  ``ckpt.pt`` adds the
-training state: ``optimizer``, ``scaler`` (float16 only), ``state``
-(storygpt.train.loop.TrainState.to_dict(): step, tokens, chars, flops, time, RNG
-states, history), ``args`` (the command line, as a dict) and ``optim`` (the
-OptimConfig of storygpt/model/optim.py; a ``muon`` optimizer's state is
-``{"muon": ..., "adamw": ...}``).  A ``ckpt.pt`` from before recipes has no ``optim``:
-it is a ``gpt2`` (AdamW) run.
-
-This module owns the format: assemble (:func:`model_record`, :func:`training_checkpoint`,
-:func:`best_checkpoint`), save, read and check (:func:`read_training_checkpoint`), load.
-
-Files are written atomically (a temporary file in the same folder, fsync, then
-``os.replace``), so a crash never leaves a half-written checkpoint behind.
+Every field and the files from older releases: docs/design.md.
 """
 
 from __future__ import annotations

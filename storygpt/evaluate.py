@@ -1,53 +1,14 @@
-"""Bits per character: a loss that compares models whose tokens differ.
+"""Bits per character (and per byte): a loss that compares models whose tokens differ.
 
-Loss per token cannot compare a word-level model with a BPE model: their
-tokens are different units.  Bits per character divides the same total
-cross-entropy by the number of characters the predicted tokens cover, so two
-models measured on the same characters are on one scale (see ``docs/bits.md``).
+Each model encodes the held-out documents into ``[eot] enc(d_1) [eot] ... [eot] enc(d_n)``
+(``encode_ordinary``; the leading eot is context only) and predicts every other token once.
+``bits per character = total nats / (ln 2 * characters)``, with characters = the documents'
+code points plus one per document boundary (bytes likewise, UTF-8): the denominator comes
+from the text, never from the tokenizer, so it is the same for every model.  ``stride <
+block_size`` gives overlapping (sliding) windows, each token still predicted once.
 
-Definition used here (identical for every tokenizer)
-----------------------------------------------------
-The held-out text is a list of documents ``d_1 .. d_n`` (non-empty strings).
-Each model encodes it with its own tokenizer into one token stream::
-
-    [eot] enc(d_1) [eot] enc(d_2) [eot] ... [eot] enc(d_n)
-
-where ``enc`` is ``tokenizer.encode_ordinary`` (the text is plain text, a
-literal ``<|endoftext|>`` inside a document is not a control token) and
-``eot`` is ``tokenizer.eot_id``.  This is the layout ``data.py`` writes for
-training, so the model sees each document start the way it learned to.
-
-* The leading ``eot`` is context only: it is never predicted, and it stands
-  for no character.  Because of it every character of the text is covered.
-* Every other token is predicted exactly once, from the tokens before it
-  (at most ``block_size`` of them).
-* Characters counted: every character (Unicode code point, Python ``len``) of
-  every document, plus **one character for each document boundary** (the
-  ``n - 1`` predicted ``eot`` tokens; a boundary is one unit of text, like a
-  new line).  So ``characters = sum(len(d_i)) + n - 1``.
-* ``bits per character = total nats / (ln 2 * characters)``, where total nats
-  is the sum over predicted tokens of ``-ln p(token | context)``.
-* Bytes counted the same way: the UTF-8 bytes of every document plus one byte
-  per boundary, and ``bits per byte = total nats / (ln 2 * bytes)``.  Both
-  denominators come from the text, never from the tokenizer (a tokenizer that
-  decodes to other text, or predicts fewer units, changes neither); on a
-  text of one script ``bits per character / bits per byte`` is the text's
-  bytes per character (1 for ASCII, about 1.8 for Russian, 3 for Chinese).
-
-Both tokenizers see exactly the same documents and the same ``n - 1``
-boundaries, so the denominator is identical for every model measured on the
-same text.  What differs is the numerator: a word-level tokenizer does not
-have to predict spaces, new lines or the spelling of words outside its
-vocabulary (each becomes one ``<unk>`` prediction), so its bits per character
-is a lower bound on what it would cost to actually write the text.
-
-Windows: with ``stride == block_size`` (the default) the stream is cut into
-back-to-back windows of ``block_size`` inputs; with a smaller stride the
-windows overlap by ``block_size - stride`` tokens and each window scores only
-the targets no earlier window scored, so every token is still predicted once
-but (after the first window) with at least ``block_size - stride`` tokens of
-context (the sliding-window evaluation described in the Hugging Face
-"Perplexity of fixed-length models" guide).
+The full definition, what it can and cannot compare (word-level models: a lower bound) and
+the window rule: docs/bits.md.
 """
 
 from __future__ import annotations

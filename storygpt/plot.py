@@ -1,20 +1,10 @@
 """Plots of training runs (loss curves), written as PNG files; a comparison's plots: storygpt.compare.plots.
 
-Everything is drawn on a bare :class:`matplotlib.figure.Figure` with the Agg
-canvas (no pyplot, no display, no global state), so the functions can be called
-from a training loop, a test or a headless server.  Files are written
-atomically (:mod:`storygpt.atomic`): a reader never sees half a PNG.
-
-The curves come from a run folder's ``metrics.jsonl`` (written by pretrain.py,
-format in ``docs/design.md``): the rows with ``"kind": "eval"`` give the
-held-out loss in bits per character (``val_bpc``) at a number of FLOPs
-(``flops``), characters seen (``chars``) and seconds of wall time
-(``elapsed``).  Bits per character, unlike nats per token, is on one scale
-for every tokenizer, so runs with different tokenizers share the axes.
-
-``pretrain.py`` calls :func:`write_loss_png` after each evaluation to refresh
-``RUN/loss.png``: one run's loss curve (:func:`loss_figure`, the ``"step"`` rows'
-training loss and the held-out bits per character against steps and wall time).
+Drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas (no pyplot, no global state),
+written atomically (:mod:`storygpt.atomic`).  The curves come from a run's ``metrics.jsonl``
+(format: docs/design.md): held-out bits per character, one scale for every tokenizer.
+``pretrain.py`` calls :func:`write_loss_png` after each evaluation to refresh ``RUN/loss.png``
+(:func:`loss_figure`: training loss and held-out bits per character against steps and time).
 """
 
 from __future__ import annotations

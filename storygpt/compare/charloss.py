@@ -1,23 +1,13 @@
 """Per-character losses: each predicted token's cross-entropy spread over the characters it writes.
 
-The rule (one, for every tokenizer): **a token's loss is spread evenly over the UTF-8 bytes it covers,
-and a character's loss is the sum over its bytes.**  A document boundary (the eot predicted between two
-documents) is the one character it stands for and carries its whole loss.
+The rule, for every tokenizer: a token's loss is spread evenly over the UTF-8 bytes it covers, and a
+character's loss is the sum over its bytes; a document boundary is one character with its eot's
+whole loss.  The per-character losses add up to the model's total.  When a tokenizer's bytes do not
+spell the document (lossy, normalising), the document's loss is spread over its characters and
+``exact`` is False.
 
-Why this rule: byte-level tokens may end inside a character (a Chinese character in two tokens), so
-"per character" needs a rule that works below the character; spreading by bytes is exact there and
-adds up to the token's loss, so the per-character losses add up to the model's total (bits per
-character is unchanged).  Putting all of a token's loss on its last character (as the bootstrap blocks
-of storygpt/compare/heldout.py do, where it does not matter) would give the first letter of every word that
-starts a multi-character token nothing, so "word start against the rest" would only measure where
-tokens end.  Spreading evenly still assigns a token's cost to all of its characters alike: inside
-one token no model says which character was hard (SuperBPE, arXiv 2503.13423, compares tokens, not
-characters, for this reason); the splits below are therefore only as fine as the coarser tokenizer.
-
-When a tokenizer's token bytes do not spell the document (a lossy word-level tokenizer, an ``hf:``
-tokenizer that normalises), a token's place in the text is unknown: the document's whole loss is then
-spread evenly over its characters and ``exact`` is False (per-document and per-set figures stay right;
-splits inside a document say nothing for that model).
+Why this rule (and not "all on the last character"), and what it cannot resolve inside a token
+(SuperBPE, arXiv 2503.13423): docs/attribution.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Where a comparison's runs train: several at once on this machine (``--jobs N``), as Ray tasks
-(``--executor ray``) or as Slurm jobs through submitit (``--executor slurm``).
+"""Where a comparison's runs train: ``--jobs N`` on this machine, Ray (``--executor ray``) or Slurm
+through submitit (``--executor slurm``).
 
-Every run is a :class:`Job`: a picklable callable that trains and measures one run on the resources of a
-:class:`Slot` (CPU threads, a device, GPUs).  :func:`execute` hands the jobs to an engine and collects what
-became of each: a run that was killed or preempted (:class:`RunKilled`: pretrain.py stopped by a signal after
-writing its checkpoint, a Ray worker that died, a Slurm job preempted or out of time) is submitted again, and
-continues from its checkpoint (compare.py passes ``--resume`` when ``ckpt.pt`` is there); a run that failed
-(:class:`RunFailed`) is named with its log, and the other runs go on.
-
-The runs' results never depend on the engine or on N: each run is the same pretrain.py command, on its own
-seed and data; only its thread count or device differs (docs/compare.md shows the per-run bits per character
-bit for bit equal on CPU, float32).  Ray and submitit are imported only by their engines.
+Every run is a picklable :class:`Job` on a :class:`Slot`; :func:`execute` resubmits killed or
+preempted runs (:class:`RunKilled`, resumed from ``ckpt.pt``) and names failed ones
+(:class:`RunFailed`) while the others go on.  Results do not depend on the engine or N
+(docs/compare.md).  Ray and submitit are imported only by their engines.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """IsoFLOP frontiers: for each compute budget, which model size and which tokenizer give the lowest bits per char.
 
-``compare.py --sizes tiny,small,base`` trains every tokenizer at every model size and budget.  For one budget
-and one tokenizer the points (log parameters, bits per character) lie on an isoFLOP curve; a parabola in log
-parameters through them gives the compute-optimal size (Hoffmann et al. 2022, "Training Compute-Optimal Large
-Language Models", approach 2; nanochat's scaling-laws script).  The minimum is taken on the sizes' range: a
-parabola that opens downwards, or whose vertex lies outside the sizes trained, gives the better end (then the
-optimum is "at the edge": a larger or smaller size might do better).  With 3 sizes the parabola passes through
-the points.
-
-Intervals come from a bootstrap that resamples, in each replicate, the held-out character blocks (one draw for
-every model: paired, as :func:`storygpt.stats.paired_bootstrap`) and, for each tokenizer, size and budget, its
-seeds; the whole fit is redone on every replicate.  For each budget the tokenizer with the lowest frontier is
-named the best when the interval of every other eligible tokenizer's difference from it lies above zero;
-otherwise the report says it cannot tell them apart.  Runs that are under-trained or lossy
-(:mod:`storygpt.analysis`) are left out of the fits.
+For one budget and tokenizer, a parabola in log parameters through the sizes' points gives the
+compute-optimal size (Hoffmann et al. 2022, approach 2), taken on the sizes' range ("at the
+edge" otherwise).  Intervals: a paired bootstrap over held-out blocks and seeds, the fit redone
+per replicate; a tokenizer is named best only when every other's difference lies above zero.
+Under-trained or lossy runs are left out.  Details: docs/compare.md.
 """
 
 from __future__ import annotations

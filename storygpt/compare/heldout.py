@@ -1,16 +1,9 @@
 """Held-out losses per character block, and what a tokenizer does to the held-out text by itself.
 
-The paired bootstrap of compare.py (storygpt.compare.stats) resamples the held-out text in **fixed-size character
-blocks**: the same blocks for every model, whatever its tokens.  :func:`block_losses` sums each predicted
-token's cross-entropy (storygpt.evaluate.evaluate_bits ``token_nats``) into the block that holds the last
-character the token covers; a document boundary (the ``eot`` predicted between two documents) is the one
-character it stands for (the counting of docs/bits.md).  Where a token sits is exact when the tokenizer's
-token bytes put the document back together (byte-level BPE, ``byte``, ``tiktoken:``); otherwise (a lossy
-word-level tokenizer, ``hf:``) the tokens of a document are spread evenly over its characters, and
-``exact`` is False.
-
-:func:`intrinsic_measures`: characters per token, the Rényi efficiency of the token distribution
-(alpha 2.5, Zouhar et al. 2023), the share of the vocabulary used and the mean token length in bytes.
+:func:`block_losses` sums each predicted token's cross-entropy into the fixed-size character block
+holding its last character (the same blocks for every model: the paired bootstrap); inexact
+(``exact`` False) when the tokens do not spell the document.  :func:`intrinsic_measures`:
+characters per token, Rényi efficiency, vocabulary used, mean token bytes.  See docs/compare.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Noisy copies of the held-out text, and the change in bits per character they cause (``--perturb``).
 
-The four kinds follow TokSuite's categories (arXiv 2512.20757); each is seeded (``numpy`` PCG64 from
-``--perturb-seed`` and the kind), so the same text gives the same copy on every run and machine:
-
-* ``typos``: each word of 3 or more letters, with probability :data:`RATE`, gets one edit: two
-  neighbouring letters swapped, one letter deleted, doubled, or replaced by a random lower-case letter.
-* ``case``: each word, with probability :data:`RATE`, is written in capitals, in lower case, or with
-  the case of its first letter flipped.
-* ``spaces``: each single space, with probability :data:`RATE`, is dropped or doubled, and each new
-  line followed by text gets, with probability :data:`RATE`, two spaces of indentation.
-* ``unicode``: each character with a look-alike, with probability :data:`RATE`, becomes it: Cyrillic
-  а е о р с х for Latin a e o p c x, typographic quotes ‘ ’ “ ” for ' and ", an en dash for -.
-
-The clean text is cut into blocks of ``block_chars`` characters and each block is perturbed on its
-own, so every perturbed block stands for one clean block: the paired bootstrap (:func:`change_interval`)
-resamples these pairs.  Bits per character of the perturbed text divides by its own characters.
+Kinds after TokSuite's categories (arXiv 2512.20757): ``typos``, ``case``, ``spaces``, ``unicode``
+(look-alikes), each applied with probability :data:`RATE` and seeded (PCG64 from ``--perturb-seed``
+and the kind).  The text is perturbed block by block, so each perturbed block pairs with one
+clean block for the paired bootstrap (:func:`change_interval`).  Each edit: docs/attribution.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The statistics of a tokenizer comparison, in numpy only: paired bootstrap, power-law fit, ranks, Rényi efficiency.
 
-* :func:`paired_bootstrap`: the difference in bits per character between two tokenizers with a percentile
-  confidence interval, resampling held-out character blocks (the same blocks for both models: paired;
-  Koehn 2004, "Statistical Significance Tests for Machine Translation Evaluation"; Efron and Tibshirani
-  1993, "An Introduction to the Bootstrap", ch. 13) and, with several seeds, the seeds of each tokenizer.
-* :func:`fit_power_law`: L(C) = E + A * C**(-alpha) by least squares (alpha profiled: for a fixed alpha the
-  model is linear in E and A), with standard errors from the Jacobian when there are more points than
-  parameters.
-* :func:`spearman` and :func:`spearman_p_exact`: rank correlation (ties get their mean rank) and its exact
-  permutation p-value for small samples.
-* :func:`renyi_efficiency`: H_alpha(p) / log |V| of a tokenizer's unigram distribution (Zouhar et al. 2023,
-  "Tokenization and the Noiseless Channel", ACL; alpha = 2.5 is their choice).
+:func:`paired_bootstrap` (percentile intervals over held-out character blocks and seeds; Koehn 2004,
+Efron and Tibshirani 1993), :func:`fit_power_law` (L(C) = E + A * C**(-alpha), alpha profiled),
+:func:`spearman`/:func:`spearman_p_exact` and :func:`renyi_efficiency` (Zouhar et al. 2023,
+alpha 2.5).  How the report uses them: docs/compare.md.
 """
 
 from __future__ import annotations

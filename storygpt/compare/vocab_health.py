@@ -1,22 +1,12 @@
 """Vocabulary health of a trained run: the tokens its model could not learn at its budget.
 
-* **Never / rarely seen**: a token's count in the training token file (``train-SLUG.bin``, every id
-  the model was trained on once per epoch); never = 0, rarely = 1 .. :data:`RARE` - 1.  The embedding
-  row of a token never seen as an input is only moved by weight decay and, with tied embeddings, by
-  the output layer's push-down of tokens that never come next (Land & Bartolo 2024, "Fishing for
-  Magikarp"), so its predictions and its input are untrained.  Their share of the held-out tokens
-  says how much of the measured text runs through them.
-* **Embedding norms**: the L2 norm of each ``wte`` row; unseen tokens' rows against the seen ones'
-  (Land & Bartolo use such norms to find under-trained tokens without the training data).
-* **Steps towards longer merges** (PickyBPE, arXiv 2409.04599): a token whose occurrences inside the
-  training tokens are almost all as a part of longer tokens.  ``inside(t)`` = its own count plus, for
-  each merge ``(l, r) -> v`` with ``t`` as ``l`` or ``r``, ``inside(v)``; the token is an intermediate
-  step when ``count(t) / inside(t) <= 1 -`` :data:`IOS_THRESHOLD` (PickyBPE's Intersection over Self
-  at 0.9, here measured on the final tokens after training rather than during it).  Only tokenizers
-  with a merges list (bpe:, superbpe:) have this measure.
+* never / rarely seen (below :data:`RARE`) in ``train-SLUG.bin``, and their share of the held-out
+  tokens (Land & Bartolo 2024, "Fishing for Magikarp");
+* the ``wte`` row norms of unseen tokens against seen ones;
+* intermediate merge steps (PickyBPE, arXiv 2409.04599: Intersection over Self at
+  :data:`IOS_THRESHOLD`, measured on the final tokens; tokenizers with merges only).
 
-What it cannot tell: a token seen once per epoch may still be learned (a model is not a count table),
-and an unseen token costs nothing on text that never uses it.
+What each measure tells and cannot tell: docs/attribution.md.
 """
 
 from __future__ import annotations

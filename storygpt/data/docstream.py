@@ -1,18 +1,10 @@
 """Documents streamed from text files, a block of whole lines at a time.
 
-:func:`iter_documents` reads a file of documents separated by ``<|endoftext|>``
-lines with exactly the rules of :func:`storygpt.data.corpora.read_documents`
-(strict UTF-8, a leading byte-order mark dropped, ``\\r\\n`` and ``\\r`` made
-``\\n``, separator lines, blank documents dropped), and :func:`iter_stories`
-reads TinyStories files with the rules of
-:func:`storygpt.data.corpora.iter_tinystories`; both hold one block (1 MiB) and
-the document being assembled, never the file.  :class:`DocumentFile` is a file
-of documents that can be iterated again and again (data.py reads ``train.txt``
-once to train the tokenizer and once to encode it).
-
-Errors name the file: ``FileNotFoundError`` (missing, or a folder),
-``ValueError`` (empty, no documents, not UTF-8 with the byte offset of the first
-bad byte) and ``OSError`` (a read that fails part way, with the byte offset).
+:func:`iter_documents` (the rules of :func:`storygpt.data.corpora.read_documents`) and
+:func:`iter_stories` (those of ``iter_tinystories``) hold one 1 MiB block and the current document,
+never the file; :class:`DocumentFile` can be iterated again and again.  Errors name the file:
+``FileNotFoundError``, ``ValueError`` (empty, no documents, not UTF-8 with the byte offset),
+``OSError`` (a failed read, with the offset).  See docs/data.md.
 """
 
 from __future__ import annotations

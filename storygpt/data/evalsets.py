@@ -1,20 +1,10 @@
 """Named evaluation sets: which held-out texts a model is measured on, each with its own figure.
 
-``--eval NAME=PATH`` (bits.py, pretrain.py, compare.py; repeatable) names a UTF-8 file of documents
-separated by lines ``<|endoftext|>``.  Every file is read and checked here, before any model loads:
-a missing, empty or non-UTF-8 file, a NAME given twice, or an argument without ``=`` raises
-ValueError with one line naming it.
-
-Without ``--eval`` the held-out split (valid.txt) is measured once and cut into sets by document:
-each held-out work is its own set (:func:`default_sets`), named after the works data.py lists in
-``stats-*.json`` ("held-out works: ...") when their count matches, else ``doc-1``, ``doc-2``...
-A corpus of many small documents (more than :data:`MAX_DOCUMENT_SETS`) is cut into
-:data:`GROUPS` runs of consecutive documents instead.  A document boundary (the predicted eot and
-the one character it stands for) belongs to the document before it.
-
-Per set: bits per character and per byte.  Over sets: the macro mean (the mean of the sets'
-figures, each set weighs the same) and the micro mean (all nats over all characters, a long set
-weighs more).
+``--eval NAME=PATH`` (bits.py, pretrain.py, compare.py; repeatable) names a file of documents; all
+are checked before any model loads (ValueError, one line naming it).  Without it the held-out
+split is cut into sets by document (:func:`default_sets`: each held-out work, or
+:data:`GROUPS` runs of documents when there are over :data:`MAX_DOCUMENT_SETS`).  Per set: bits
+per character and per byte; over sets the macro and the micro mean.  Details: docs/attribution.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,14 @@
 """The work behind ``data.py``: corpus -> split -> tokenizer -> token files -> stats.
 
-For corpus ``NAME`` and tokenizer SPEC (``bpe:8192``, ``word``, ``byte``,
-``tiktoken:gpt2``, ``hf:PATH``, ``file:PATH``; :mod:`storygpt.tokenizers.spec`) whose
-slug is ``SLUG`` (``bpe-8192``, ``word-10000``, ``byte``, ``tiktoken-gpt2``, ...) it
-writes, under ``out/NAME/`` (every file atomically)::
+For corpus NAME and a tokenizer SPEC with slug SLUG it writes, atomically, under ``out/NAME/``:
+``train.txt``/``valid.txt`` (documents separated by lines ``<|endoftext|>``),
+``tokenizer-SLUG.json``, ``train-SLUG.bin``/``valid-SLUG.bin`` (:mod:`storygpt.data.binfile`:
+each document's ids, the ``<|endoftext|>`` id between documents, never through the merges)
+and ``stats-SLUG.json``.  Nothing holds the corpus: sources are read in 1 MiB blocks, the
+tokenizer trains from ``train.txt`` (:func:`train_tokenizer`) and encoding streams batches of
+about ``batch_chars`` characters through the C++ encoder into a ``TokenWriter``.
 
-    train.txt, valid.txt        the split documents, separated by lines "<|endoftext|>"
-    tokenizer-SLUG.json         the tokenizer (Tokenizer.save; the whole of it, any kind)
-    train-SLUG.bin, valid-SLUG.bin
-                                token files (storygpt.data.binfile): each document's
-                                ids with the <|endoftext|> id between documents
-    stats-SLUG.json             the statistics printed by data.py
-
-
-Token streams: documents are encoded one by one as ordinary text
-(``encode_batch_numpy``: special-token strings inside a document are plain
-text), and the ``<|endoftext|>`` id is inserted *between* documents here, so the
-separator never goes through the merges.  Hence, for a BPE tokenizer,
-``tokenizer.decode(read_tokens("valid-bpe-8192.bin"))`` equals
-``"<|endoftext|>".join(valid_docs)`` exactly, where ``valid_docs`` are the
-documents read back from ``valid.txt`` (:func:`storygpt.data.corpora.read_documents`).
-
-Nothing holds the corpus: the source is read in 1 MiB blocks and written to
-``train.txt``/``valid.txt`` in one pass (a ``--train-file`` split is chosen in a
-pass before, :mod:`storygpt.data.streamsplit`); the tokenizer trains from
-``train.txt`` (:func:`train_tokenizer`), and encoding reads ``train.txt`` and
-``valid.txt`` again in batches of about ``batch_chars`` characters through the
-C++ encoder (``num_threads`` threads) straight into a
-:class:`~storygpt.data.binfile.TokenWriter`.  Memory holds one block, one
-batch of ids and what the tokenizer learns.  Every stage shows a progress bar
-(bytes done and time left) unless ``progress=False``.
+The files, the memory each stage holds and the timings: docs/data.md.
 """
 
 from __future__ import annotations

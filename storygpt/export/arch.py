@@ -1,49 +1,14 @@
 """From a :class:`~storygpt.model.GPTConfig` to a stock architecture, as a table.
 
-Every field of ``GPTConfig`` has a row in :data:`FIELDS`: either it is a size the stock
-config carries (``n_layer``, ...), or it does not change the function the trained
-model computes at inference (``dropout``, ``zero_init``), or its value narrows the
-architectures that compute it exactly (``position``, and the recipe parts ``norm``,
-``qk_norm``, ``mlp``, ``tie_embeddings``, ``logit_softcap``, ``bias``, ``embed_norm``); the first of
-:data:`ARCHITECTURES` left is written.  A value with no row, values no one architecture
-has together, or a field the table does not know (a new model option), are refused with
-a one-line :class:`ExportError` naming the fields: storygpt never writes a model that a
-stock library would run differently.
+Every ``GPTConfig`` field has a row in :data:`FIELDS`: a size the stock config carries, a field
+that does not change inference (``dropout``, ``zero_init``), or one whose value narrows the
+exact architectures (``position``, ``norm``, ``qk_norm``, ``mlp``, ``tie_embeddings``, ...).
+The first of :data:`ARCHITECTURES` left (``gpt2``, ``gpt_neox``, ``llama``, ``qwen3``, ``nanochat``)
+is written; anything else is refused with one :class:`ExportError` line naming the fields, so
+storygpt never writes a model that a stock library would run differently.
 
-The architectures and why they are exact (checked by ``tests/tools/test_export.py``, logits
-within 1e-4 in float32):
-
-``gpt2`` (Hugging Face ``GPT2LMHeadModel``; llama.cpp ``gpt2``)
-    Learned absolute positions, pre-norm blocks with LayerNorm (eps 1e-5, weight and
-    bias), one fused query/key/value projection with bias, exact (erf) GELU
-    (``activation_function: "gelu"``, not GPT-2's tanh ``gelu_new``), MLP 4 x n_embd,
-    attention scaled by 1/sqrt(head_dim), output layer tied to the token embedding.
-    GPT-2's ``Conv1D`` stores weights as (in, out): the Linear weights are transposed.
-``gpt_neox`` (Hugging Face ``GPTNeoXForCausalLM``; llama.cpp ``gptneox``)
-    The same blocks with rotary positions on the whole head (``rotary_pct`` 1.0, base
-    ``rope_theta``), sequential residuals (``use_parallel_residual: false``), a tied
-    output layer.  Two layouts differ and are converted: GPT-NeoX's fused projection
-    holds [q, k, v] per head (storygpt: all q, then all k, then all v), and GPT-NeoX
-    rotates dimension i with i + head_dim/2 (``rotate_half``) where storygpt rotates
-    the pair (2i, 2i+1) (RoFormer).  Permuting every head's query and key rows to
-    (0, 2, 4, ..., 1, 3, 5, ...) turns one rotation into the other and leaves q.k
-    unchanged, so the attention is the same.
-``llama`` / ``qwen3`` (``LlamaForCausalLM`` / ``Qwen3ForCausalLM``; no GGUF)
-    RMSNorm blocks with gains written as 1 and eps = float32's machine epsilon (storygpt's
-    ``F.rms_norm`` default), separate q/k/v projections (q/k rows permuted as for
-    GPT-NeoX: both use ``rotate_half``), and the gated MLP ``down(relu(gate x) * up x)``
-    with gate = up = storygpt's ``c_fc``: ``relu(a) * a = relu(a)**2`` exactly.  Qwen3 adds
-    per-head RMSNorm of queries and keys before the rotation (gains 1), as storygpt.
-    Llama takes biases (``attention_bias``, ``mlp_bias``), Qwen3 none.  No soft-cap.
-``nanochat`` (``NanoChatForCausalLM``; no GGUF)
-    The only stock model with the final logit soft-cap ``c * tanh(z / c)`` and weightless
-    RMSNorm, QK-norm (after the rotation; equal, a rotation keeps a head's RMS), ReLU^2, no
-    biases.  It also norms the token embedding: exactly storygpt's ``embed_norm``, the one
-    stock model that has it (a model with ``embed_norm`` exports as NanoChat or is refused).
-    Without ``embed_norm`` the embedding rows are rescaled so that norm gives them back
-    (:func:`nanochat_embedding`), possible only for rows with RMS < 1, and the output layer
-    is written untied.  Trained soft-capped runs without ``embed_norm`` have larger rows and
-    are refused.
+Why each architecture is exact (weight layouts, the rotary permutation, RMSNorm eps, ReLU^2
+as a gated MLP, :func:`nanochat_embedding`): docs/export.md; checked by tests/tools/test_export.py.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """A Hugging Face folder written by :func:`storygpt.export.hf.write_hf` as a llama.cpp GGUF file.
 
-Written with llama.cpp's own Python package ``gguf`` (PyPI ``gguf``): ``gguf.GGUFWriter``
-for the file format and ``gguf.get_tensor_name_map`` for the tensor names, so every
-name comes from llama.cpp's table of Hugging Face names (``transformer.h.0.attn.c_attn``
--> ``blk.0.attn_qkv``).  llama.cpp's converter script (``convert_hf_to_gguf.py``) is not
-on PyPI as a module (only inside the llama-cpp-python source archive, 77 MB), and it
-refuses any byte-level BPE vocabulary whose pre-tokenizer it does not recognise by
-hashing the tokens of a fixed text, which a newly trained vocabulary never matches;
-the layouts it applies are applied here the same way (and tested):
+Written with llama.cpp's own package ``gguf`` (``GGUFWriter``, tensor names from
+``get_tensor_name_map``), not its converter script, which is not on PyPI and refuses newly
+trained vocabularies; the converter's layouts are applied here the same way (and tested).
+Supported: ``gpt2`` and ``gptneox``, float32 tensors, byte-level BPE with the ``gpt2``,
+``gpt4`` or ``o200k`` pattern; the ``simple`` pattern and non-BPE tokenizers are refused with
+the reason.
 
-* ``gpt2``: GPT-2's ``Conv1D`` weights are transposed back to (out, in); the output
-  layer is written as a copy of the token embedding (``output.weight``), as the
-  converter does.
-* ``gptneox``: the fused projection goes from GPT-NeoX's [q, k, v] per head back to
-  [all q; all k; all v], llama.cpp's layout; ``rope.dimension_count`` is the head size
-  (``rotary_pct`` 1.0); ``use_parallel_residual`` false; ``output.weight`` a copy of
-  the token embedding.
-
-Supported: these two architectures (``general.architecture`` ``gpt2`` and ``gptneox``),
-all tensors float32, and byte-level BPE tokenizers whose split pattern llama.cpp
-implements: storygpt's ``gpt2`` (llama.cpp pre-tokenizer ``gpt-2``), ``gpt4``
-(``llama-bpe``, the cl100k pattern) and ``o200k`` (``gpt-4o``).  Refused with the
-reason: the ``simple`` pattern and word-level or other non-BPE tokenizers (llama.cpp
-has no pre-tokenizer or tokenizer model that matches them).
+The layouts, pre-tokenizer names and why the converter is not used: docs/export.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
 """FLOPs of training: the compute budget unit of ``pretrain.py --budget-flops``.
 
-Per training token (one forward and one backward pass, the backward costing twice
-the forward; Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1,
-and the attention term of Chowdhery et al. 2022, "PaLM", appendix B)::
+Per training token (forward + backward = 3x forward; Kaplan et al. 2020, sec. 2.1, and the
+attention term of Chowdhery et al. 2022, "PaLM", appendix B)::
 
-    flops_per_token = 6 * N  +  12 * n_layer * block_size * n_embd  +  6 * n_embd * vocab_size
-                      ^^^^^     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^     ^^^^^^^^^^^^^^^^^^^^^^^^
-                      blocks    attention scores and weighted sum       output layer
+    flops_per_token = 6 * N + 12 * n_layer * block_size * n_embd + 6 * n_embd * vocab_size
 
-* ``N = 12 * n_layer * n_embd**2``: the non-embedding weight matrices (per block: the
-  query/key/value projection 3 d^2, the output projection d^2, the MLP 4 d^2 + 4 d^2).
-  Biases and LayerNorm gains are non-embedding parameters too, but they multiply no
-  activations (13 n_layer n_embd + 2 n_embd of them, under 1% of N for n_embd >= 64),
-  so they are left out: the formula is then an exact count of the multiply-adds.
-* Attention: per layer and token, ``q k^T`` and ``softmax(.) v`` take ``2 * 2 * T * d``
-  FLOPs forward (T = block_size, the full T x T score matrix the kernels compute, no
-  discount for the causal mask), times 3 for forward + backward.
-* Output layer: ``2 * d * V`` forward, times 3, tied to the token embedding or not (the
-  embedding lookup costs no FLOPs); position embeddings and rotary angles are not matmuls.
-* The ``modern`` recipe's parts (storygpt/model/recipes.py) add no matmul: RMSNorm, the
-  RMSNorm of queries and keys, ReLU^2 and the logit soft-cap are elementwise (a few FLOPs per
-  activation, like LayerNorm and GELU, left out likewise), an untied output layer costs what the
-  tied one does, and without biases the matrices are the same.  So one formula serves both
-  recipes and equal ``--budget-flops`` means equal matmul work (tests/model/test_flops.py counts both).
-
-Tested against ``torch.utils.flop_counter.FlopCounterMode`` on a forward + backward
-(tests/model/test_flops.py): equal to its count of matmul FLOPs.
+with ``N = 12 * n_layer * n_embd**2`` (blocks), the full T x T attention and the output layer.
+Biases, norms and the ``modern`` recipe's elementwise parts are left out, so it counts the
+matmuls exactly for both recipes (tests/model/test_flops.py, against ``FlopCounterMode``).
+Derivation: docs/training.md.
 """
 
 from __future__ import annotations

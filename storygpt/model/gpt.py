@@ -1,47 +1,14 @@
 """A decoder-only transformer (GPT) with learned or rotary position embeddings.
 
-Architecture (GPT-2 style, Radford et al. 2019, with pre-norm blocks):
+GPT-2 (Radford et al. 2019) with pre-norm blocks: token embedding ``wte``, learned positions
+``wpe`` or rotary ones (RoFormer, Su et al. 2021, arXiv:2104.09864; :func:`apply_rotary`),
+``n_layer`` causal attention + MLP blocks, a final norm and an output layer tied to ``wte``.
+That is the ``gpt2`` recipe, :class:`GPTConfig` at its defaults; the ``modern`` recipe
+(storygpt/model/recipes.py) switches one field per part: ``norm``, ``qk_norm``, ``mlp``,
+``tie_embeddings``, ``zero_init``, ``logit_softcap``, ``bias``, ``embed_norm``/``embed_std``.
 
-* token embedding ``wte`` (vocab_size x n_embd);
-* positions, one of
-    - ``"learned"``: an absolute position embedding ``wpe`` (block_size x n_embd)
-      added to the token embedding;
-    - ``"rope"``: rotary position embeddings (Su et al. 2021, "RoFormer:
-      Enhanced Transformer with Rotary Position Embedding", arXiv:2104.09864)
-      applied to every head's queries and keys, see :func:`apply_rotary`;
-* ``n_layer`` pre-norm blocks ``x + attn(ln_1(x))``, ``x + mlp(ln_2(x))``; the
-  attention is causal and runs through
-  :func:`torch.nn.functional.scaled_dot_product_attention`; the MLP is
-  ``Linear(n_embd, 4 n_embd) -> GELU -> Linear(4 n_embd, n_embd)``;
-* a final LayerNorm and an output layer whose weight is tied to ``wte``
-  (Press & Wolf 2017).
-
-That is the ``gpt2`` recipe, every field of :class:`GPTConfig` at its default.  The
-``modern`` recipe (storygpt/model/recipes.py; nanochat, Karpathy 2025, and
-modded-nanogpt, Jordan et al. 2024) changes one field per part, so each can be
-switched alone:
-
-* ``norm="rmsnorm"``: parameter-free RMSNorm (Zhang & Sennrich 2019) through
-  :func:`torch.nn.functional.rms_norm` in place of every LayerNorm;
-* ``qk_norm=True``: RMSNorm of each head's queries and keys before the rotary
-  rotation (Dehghani et al. 2023; as in OLMo 2 / Qwen3, there with a gain);
-* ``mlp="relu2"``: ``ReLU(x)**2`` in place of GELU (So et al. 2021, "Primer");
-* ``tie_embeddings=False``: an output layer of its own;
-* ``zero_init=True``: the attention and MLP output projections (and an untied
-  output layer) start at zero, so every block starts as the identity;
-* ``logit_softcap=c > 0``: logits ``c * tanh(z / c)`` (Gemma 2);
-* ``bias=False``: no bias in the linear layers (nor in LayerNorm);
-* ``embed_norm=True``: parameter-free RMSNorm of the token embedding before the
-  first block (nanochat; NanoChat in transformers), ``embed_std``: the token
-  embedding's initial std (0.8 in ``modern``, 0.02 = GPT-2's otherwise).
-
-Generation (:meth:`GPT.generate`, :meth:`GPT.stream`) keeps a key/value cache.
-With rotary positions keys are cached *already rotated* for their absolute
-position, so the cache can slide past ``block_size`` one token at a time: each
-new token attends to itself and the previous ``block_size - 1`` tokens.  With
-learned positions there is no embedding beyond ``block_size``; once the
-sequence is longer than that, every step recomputes the last ``block_size``
-tokens from position 0 (the classic cropped-context behaviour).
+:meth:`GPT.generate` and :meth:`GPT.stream` keep a key/value cache (docs/sampling.md).
+The parts and their sources: docs/training.md; the layout: docs/design.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
 """The optimizer of a training run: :class:`OptimConfig` and :func:`build_optimizer`, the one call the loop makes.
 
-Two kinds:
+* ``"adamw"`` (the ``gpt2`` recipe): one :class:`torch.optim.AdamW` (betas (0.9, 0.95), eps 1e-8,
+  weight decay on matrices and embeddings), built as storygpt always built it (bit for bit).
+* ``"muon"`` (the ``modern`` recipe): :class:`torch.optim.Muon` (Jordan et al. 2024) for the blocks'
+  2-D weights, AdamW for embeddings, output layer, gains and biases, with nanochat's width rule
+  (Karpathy 2025: AdamW rates times ``(n_embd / 768) ** -0.5``).  On the CPU the Newton-Schulz
+  iteration runs in float32 (:class:`Muon`).
+Every group carries ``peak_lr`` and ``end_lr``; the loop's schedule moves all on one curve.
 
-* ``"adamw"`` (the ``gpt2`` recipe): one :class:`torch.optim.AdamW`, one learning rate (``--lr``,
-  cosine to ``--min-lr``), betas (0.9, 0.95), eps 1e-8, weight decay on the matrices and
-  embeddings only -- the optimizer storygpt always had, built in the same order (bit for bit).
-* ``"muon"`` (the ``modern`` recipe): :class:`torch.optim.Muon` (Jordan et al. 2024, "Muon: an
-  optimizer for hidden layers"; torch's implementation, Keller's ``"original"`` shape adjustment
-  ``sqrt(max(1, rows / cols))``) for the 2-D weight matrices of the blocks, and
-  :class:`torch.optim.AdamW` (betas (0.8, 0.95), eps 1e-10, no weight decay) for the token and
-  position embeddings, the output layer, and any gains and biases.  On the CPU, Muon's Newton-Schulz
-  iteration runs in float32 (:class:`Muon`): torch's runs it in bfloat16, which CPUs without native
-  bfloat16 (AVX2, no AVX-512 BF16) emulate at 18x the cost (203 against 11 ms a step for the
-  ``small`` preset's twelve block matrices on an AMD EPYC with AVX2: a modern step took 1.4x gpt2's).
-
-Learning rates of ``"muon"``, scaled with the width ``d = n_embd`` (the rule of nanochat, Karpathy
-2025, ``setup_optimizers``: AdamW rates scaled by ``(d / 768) ** -0.5``, Muon's not, since the
-orthogonalised update has a fixed RMS whatever the width)::
-
-    matrix_lr = 0.02                          Muon, every 2-D block weight (momentum 0.95, Nesterov)
-    embed_lr  = 0.2   * (d / 768) ** -0.5     AdamW, wte (and wpe)
-    head_lr   = 0.004 * (d / 768) ** -0.5     AdamW, the untied output layer (and a tied wte/lm_head)
-    gain_lr   = 0.02  * (d / 768) ** -0.5     AdamW, LayerNorm gains and biases (our choice; the
-                                              modern model has none)
-
-Every group carries its peak rate ``peak_lr`` and its end rate ``end_lr`` (``"adamw"``: ``--lr`` and
-``--min-lr``; ``"muon"``: the rates above and ``min_lr_fraction`` of them); the loop's schedule
-(storygpt.train.loop.lr_at) takes every group from one to the other on the same curve, so a rate is a
-learning rate everywhere.
+The rates, why float32 on CPUs without AVX-512 BF16, and the ablations: docs/training.md.
 """
 
 from __future__ import annotations

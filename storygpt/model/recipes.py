@@ -1,20 +1,12 @@
 """Training recipes by name (``pretrain.py --recipe NAME``), and :class:`Recipe`: a recipe as one value.
 
-* ``gpt2``: GPT-2's architecture (LayerNorm, GELU, tied embeddings, biases) trained with one AdamW
-  learning rate: storygpt's model and optimizer before recipes existed, bit for bit.  Checkpoints
-  written before recipes existed are ``gpt2`` runs.
-* ``modern``: the nanochat-style model (parameter-free RMSNorm, RMSNorm on queries and keys,
-  ReLU^2, untied embeddings, zero-initialised output projections, no biases, a parameter-free
-  RMSNorm of the token embedding initialised with std 0.8) trained with Muon + AdamW
-  (storygpt/model/optim.py).  nanochat's logit soft-cap (``--logit-softcap 15``) is left out: at
-  the compare.py default budget it cost 23-29% more CPU per run for no lower bits/char
-  (docs/training.md, "Ablations").  The embedding norm (issue 37) makes it exactly NanoChat for
-  export; without it (``--embed-norm off --embed-std 0.02``, modern before issue 37) exactly Qwen3.
-
-The parts are the fields of :class:`storygpt.model.GPTConfig` and :class:`storygpt.model.config.OptimConfig`
-made with :func:`storygpt.model.config.part`: each carries its value in every recipe, its help and its
-allowed values, and is a flag of pretrain.py, so one part can be switched at a time (``--recipe gpt2
---optimizer muon``).  Nothing here lists the parts by hand: a new part is its field and its use.
+* ``gpt2``: GPT-2's architecture with one AdamW rate: storygpt before recipes, bit for bit (older
+  checkpoints are ``gpt2`` runs).
+* ``modern``: the nanochat-style model (RMSNorm, QK-norm, ReLU^2, untied, zero-init, no biases,
+  embedding norm with std 0.8) with Muon + AdamW (storygpt/model/optim.py); no logit soft-cap.
+The parts are the fields of ``GPTConfig`` and ``OptimConfig`` made with
+:func:`storygpt.model.config.part` (value per recipe, help, allowed values, a pretrain.py flag);
+nothing lists them by hand.  Why these parts (ablations): docs/training.md; export: docs/export.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""Downstream tasks that are fair to every tokenizer, run through lm-evaluation-harness (issue 34).
+"""Downstream tasks that are fair to every tokenizer, run through lm-evaluation-harness (docs/tasks.md).
 
-* :mod:`storygpt.tasks.scoring`: log-likelihoods under a storygpt model (the boundary rule, items cut
-  from the left); no lm-eval needed.
-* :mod:`storygpt.tasks.harness`: the lm-eval model class ``storygpt`` (imports lm-eval).
-* :mod:`storygpt.tasks.made`: cloze, next-line choice and minimal pairs made from any held-out text,
-  written in lm-eval's task format (YAML + jsonl).
-* :mod:`storygpt.tasks.catalog`: the task names the tools know (made and standard), their files.
-* :mod:`storygpt.tasks.scores`: bits per character of the correct answer, character-normalised
-  accuracy and their paired bootstrap intervals over items.
-* :mod:`storygpt.tasks.run`: run tasks on checkpoints; :mod:`storygpt.tasks.tool`: ``bits.py --tasks``
-  (``compare.py --tasks``: :mod:`storygpt.compare.tasks_section`).
+:mod:`~storygpt.tasks.scoring` (log-likelihoods, no lm-eval needed), :mod:`~storygpt.tasks.harness`
+(the lm-eval model ``storygpt``), :mod:`~storygpt.tasks.made` (tasks made from held-out text),
+:mod:`~storygpt.tasks.catalog` (task names and files), :mod:`~storygpt.tasks.scores` (per-character
+scores, paired intervals), :mod:`~storygpt.tasks.run` and :mod:`~storygpt.tasks.tool`
+(``bits.py --tasks``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The task names the tools know, and the lm-eval task configs behind them.
 
-Made tasks (:mod:`storygpt.tasks.made`): ``cloze``, ``nextline``, ``pairs`` (or their lm-eval names
-``storygpt_cloze`` ...; ``made`` is all three).  Standard tasks, through lm-eval's own task definitions
-(its YAML, templates and ``process_docs``): ``hellaswag``, ``arc_easy``, ``lambada`` (lm-eval's
-``lambada_openai``) and ``blimp`` (every ``blimp_*`` phenomenon whose data is found, pooled).
-
-Where standard data comes from: with ``data_dir`` (``--task-data DIR``), local files in their
-published formats (:data:`LOCAL_FILES`); a file that is there is read by storygpt (each line checked,
-a malformed one named as ``file:line``) and handed to lm-eval's task unchanged in its documents'
-shape.  Without a local file lm-eval loads the data itself (the Hugging Face ``datasets`` cache, or a
-download where the machine can reach the Hub).
-
-Task files of one's own: a folder (``--task-dir DIR``) of lm-eval task YAMLs in the made tasks' format
-(``NAME.yaml`` beside ``NAME.jsonl``); their names are known too.
+Made tasks (:mod:`storygpt.tasks.made`): ``cloze``, ``nextline``, ``pairs`` (``made``: all three).
+Standard tasks through lm-eval's own definitions: ``hellaswag``, ``arc_easy``, ``lambada``,
+``blimp``; their data from ``--task-data DIR`` (:data:`LOCAL_FILES`, each line checked) or
+lm-eval's own loading.  A ``--task-dir`` of task YAMLs adds names.  Details: docs/tasks.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """storygpt checkpoints as an lm-evaluation-harness model, registered as ``storygpt``.
 
 Importing this module imports lm-eval (``pip install -e .[tasks]``) and registers the class; nothing
-else in storygpt imports lm-eval at module level (:func:`storygpt.tasks.need_lm_eval` gives the one-line
-error).  From lm-eval's own command line::
+else in storygpt imports lm-eval at module level.  ``python -m storygpt.tasks.harness`` is
+``lm_eval`` with the class registered::
 
-    python -m storygpt.tasks.harness --model storygpt --model_args checkpoint=checkpoints/RUN/best.pt \\
-        --tasks lambada_openai --device cpu
+    python -m storygpt.tasks.harness --model storygpt --model_args checkpoint=RUN/best.pt --tasks lambada_openai
 
-(``python -m storygpt.tasks.harness`` is ``lm_eval`` with the class registered.)  From Python::
-
-    import lm_eval, storygpt.tasks.harness
-    lm_eval.simple_evaluate(model="storygpt", model_args="checkpoint=checkpoints/RUN/best.pt", tasks=[...])
-
-How text becomes tokens (the boundary rule, the leading ``<|endoftext|>``, items cut from the left) is
-in :mod:`storygpt.tasks.scoring`.  Any tokenizer kind works: the class only calls ``encode_ordinary``,
-``decode`` and ``eot_id``.
+Any tokenizer kind works (only ``encode_ordinary``, ``decode``, ``eot_id`` are called); how text
+becomes tokens: :mod:`storygpt.tasks.scoring`.  Python use: docs/tasks.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,13 @@
 """Tasks made offline from any held-out text, seeded, written in lm-eval's task format (YAML + jsonl).
 
-Three tasks, each from the text's lines (a line: the text between two new lines, trailing white space
-removed; empty lines are kept as separators):
+``storygpt_cloze`` (LAMBADA-style last word, Paperno et al. 2016, arXiv:1606.06031),
+``storygpt_nextline`` (HellaSwag-style choice of the next line among :data:`DISTRACTORS` + 1,
+Zellers et al. 2019, arXiv:1905.07830) and ``storygpt_pairs`` (BLiMP-style minimal pairs by
+``swap`` or ``misspell``, Warstadt et al. 2020, arXiv:1912.00582), all from the text's lines.
+Items are drawn with ``numpy.random.default_rng(seed)``: the same text and seed give the same
+files.  :data:`CONTEXT_CHARS` and :data:`MIN_DISTANCE` set the context and the distractors.
 
-``storygpt_cloze`` (LAMBADA-style last-word prediction, Paperno et al. 2016, arXiv:1606.06031)
-    A line that ends in a word of 3 or more letters (then at most some punctuation); the item's context
-    is up to :data:`CONTEXT_CHARS` characters of text before that word, starting at a line start
-    (the line itself up to the word included), and its target is ``" " + word`` (the punctuation after
-    it is left out).  lm-eval ``output_type: loglikelihood``: accuracy is whether greedy decoding gives
-    the word (lm-eval's ``acc``); LAMBADA's human filtering for words that need the wider context is not
-    reproduced.
-
-``storygpt_nextline`` (HellaSwag-style choice of an ending, Zellers et al. 2019, arXiv:1905.07830)
-    A line of 4 or more words whose previous line is not empty (a verse that continues a speech); the
-    context is up to :data:`CONTEXT_CHARS` characters of text before it, ending with the previous
-    line (no new line), and the choices are the true line and :data:`DISTRACTORS` lines of 4 or more
-    words drawn from at least :data:`MIN_DISTANCE` lines away, all different; each choice is scored as
-    ``"\\n" + line`` (``target_delimiter: "\\n"``).  Chance is 1 in 4.
-
-``storygpt_pairs`` (BLiMP-style minimal pairs, Warstadt et al. 2020, arXiv:1912.00582)
-    A line of 4 to 20 words against a copy made worse by one rule (drawn with equal odds): ``swap``, two
-    adjacent words that differ swapped; ``misspell``, two adjacent inner letters of a word of 4 or more
-    letters swapped, where the result is no word of the text.  Both sentences have the same characters
-    in number, are scored whole after ``<|endoftext|>`` (empty context) and the model is right when the
-    original is more likely.  Chance is 1 in 2.
-
-Items are drawn without replacement from the candidates with ``numpy.random.default_rng(seed)``, the
-same text and seed give the same files, and each task keeps at most ``items`` of them (in text order).
-The jsonl fields: ``context``, ``target`` (cloze); ``context``, ``choices``, ``label`` (next line,
-pairs; pairs also ``rule``).  Each YAML names its jsonl by absolute path (lm-eval's ``json`` loader);
-storygpt's own loader (:mod:`storygpt.tasks.catalog`) reads the jsonl beside the YAML, so a moved
-folder still works there.
+What each item holds, the jsonl fields and how to read the scores: docs/tasks.md.
 """
 
 from __future__ import annotations

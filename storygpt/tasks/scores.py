@@ -1,23 +1,12 @@
 """Task scores that are fair to every tokenizer, with paired bootstrap intervals over items.
 
-Per item (from lm-eval's logged samples, :func:`items_from_samples`):
+Per item (:func:`items_from_samples`, from lm-eval's logged samples): ``nats`` and ``chars`` of the
+correct answer, ``correct`` (multiple choice: highest log-likelihood per character, ties share the
+credit; cloze: greedy decoding gives it) and ``chance``.  Per model and task: bits per character
+of the correct answer and accuracy, with percentile bootstrap intervals over items (Efron and
+Tibshirani 1993; :data:`REPLICATES` replicates), paired across models (Koehn 2004).
 
-* ``nats``: ``-ln p(correct answer | context)`` (the continuation as the task writes it, e.g. ``" word"``
-  or ``"\\n" + line``), and ``chars``: its characters (Unicode code points).
-* ``correct``: multiple choice: the choice with the highest log-likelihood **per character**
-  (``ll_i / chars_i``) is the right one (lm-eval's ``acc_norm`` divides by bytes instead; storygpt
-  divides by characters, which are the same for every tokenizer); ``k`` choices tied for the highest
-  share the credit, ``1/k`` each (lm-eval's ``argmax`` gives a tie to the first choice, which for
-  minimal pairs is always the right one: a model whose output layer is still zero, and so gives every
-  token the same probability, scored 0.99 on ``storygpt_pairs``); a single continuation (cloze):
-  greedy decoding gives it (lm-eval's ``acc``).
-* ``chance``: ``1 / choices`` (no such thing for a single continuation: NaN).
-
-Per model and task: **bits per character of the correct answer**, ``sum(nats) / (ln 2 * sum(chars))``
-(the continuous score: lower is better; per-token normalisation would not be fair across tokenizers),
-and **accuracy**, the mean of ``correct``.  Intervals: percentile bootstrap over items (Efron and
-Tibshirani 1993), :data:`REPLICATES` replicates; every model of a comparison is resampled with the same
-items (paired), so a difference between two models gets its own interval (Koehn 2004).
+Why per character and not lm-eval's ``acc_norm``/``argmax``: docs/tasks.md.
 """
 
 from __future__ import annotations

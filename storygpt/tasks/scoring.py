@@ -1,33 +1,13 @@
 """Log-likelihoods of text under a storygpt model, for tasks: the scorer behind the lm-eval class.
 
 Nothing here needs lm-eval; :mod:`storygpt.tasks.harness` wraps these functions as lm-eval's
-``loglikelihood``, ``loglikelihood_rolling`` and ``generate_until``.
+``loglikelihood``, ``loglikelihood_rolling`` and ``generate_until``.  Every sequence starts with
+``<|endoftext|>`` (context only).  Context and continuation are encoded as one string; a token
+that crosses the boundary belongs to the continuation (:func:`split_pair` says whether one did;
+lm-eval's ``TemplateLM`` would give it to the context).  An item longer than ``block_size + 1``
+tokens is cut from the left and counted in :attr:`Scorer.cut_items`.
 
-Start of text
--------------
-Every sequence starts with ``<|endoftext|>`` (the tokenizer's ``eot_id``), as every document does in
-training (``data.py`` writes ``[eot] doc [eot] doc ...``); it is context only, never scored.
-
-The boundary rule
------------------
-Context and continuation are encoded as **one string**, ``enc(context + continuation)``, with the
-tokenizer's ``encode_ordinary`` (a literal ``<|endoftext|>`` in the text is plain text).  The context's
-tokens are the longest common prefix of that encoding and ``enc(context)``; every later token is the
-continuation's and is predicted.  So a token that crosses the boundary (it holds the context's last
-characters and the continuation's first) belongs to the **continuation**: it is predicted and scored,
-and the score covers every character of the continuation (plus, for such a token, a few of the
-context's).  Where no token crosses (a byte-level BPE and a continuation that starts with a space or a
-new line, the usual case), the split is the same as lm-eval's own ``TemplateLM._encode_pair``, which
-cuts ``enc(context + continuation)`` after ``len(enc(context))`` tokens and so gives a crossing token
-to the context instead.  :func:`split_pair` returns whether a token crossed.
-
-Long items
-----------
-A model sees at most ``block_size`` tokens.  An item whose ``[eot] + context + continuation`` is longer
-than ``block_size + 1`` tokens is cut from the left (its oldest context tokens are dropped, as lm-eval's
-``hf`` model does) and counted in :attr:`Scorer.cut_items`.  A continuation longer than ``block_size`` is
-scored in windows of ``block_size`` predicted tokens, each with as much context as fits (as
-:func:`rolling` does for a whole text).
+The boundary rule, long items and how they compare with lm-eval's ``hf`` model: docs/tasks.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Tokenizers for storygpt (namespaced so it never shadows Hugging Face ``tokenizers``).
 
-Every tokenizer implements :class:`Tokenizer` (docs/design.md, docs/tokenizers.md):
+Every tokenizer implements :class:`Tokenizer`: :class:`BPETokenizer` (byte-level BPE, trained by
+:func:`train_bpe` or imported through :mod:`storygpt.tokenizers.interop`), :class:`ByteTokenizer`,
+:class:`WordTokenizer` (lossy, ``<unk>``), :class:`HFTokenizer` (any ``tokenizer.json``), ...
+A SPEC string names one (:func:`parse_spec`, :func:`build_tokenizer`); the kinds live in one
+table, :mod:`storygpt.tokenizers.registry` (:func:`register_kind`); :func:`load` and
+:func:`from_dict` return the right class.
 
-* :class:`BPETokenizer`: byte-level BPE (C++ core ``storygpt._bpe`` or the
-  Python reference), trained by :func:`train_bpe` or loaded from OpenAI's, GPT-2's or
-  Hugging Face files (:mod:`storygpt.tokenizers.interop`, which also exports to them);
-* :class:`ByteTokenizer`: the 256 bytes, no merges;
-* :class:`WordTokenizer`: the most frequent words, the rest ``<unk>`` (lossy);
-* :class:`HFTokenizer`: any Hugging Face ``tokenizer.json`` (WordPiece, Unigram, ...).
-
-A SPEC string names one (:func:`parse_spec`, :func:`build_tokenizer`).  The kinds live
-in one table, :mod:`storygpt.tokenizers.registry` (help line, SPEC, builder, file class,
-export): a new kind is one :func:`register_kind` call; :func:`load` reads any tokenizer
-file and returns the right class, :func:`from_dict` does the same for a dict.  The public
-names are listed in docs/api.md.
-
-Layers (each imports only those below it): ``spec`` -> ``registry`` -> ``interop``, the other
-kinds -> ``bpe`` (the class, its constructors, ``train_bpe``) -> ``bpe_train`` (merges) and the
-``interop_*`` readers -> ``bpe_vocab`` (checks), ``word``, ``hf`` -> ``base`` -> ``io``.
+Public names: docs/api.md; the kinds: docs/tokenizers.md; the layers of this package: docs/design.md.
 """
 
 from .base import EOT, Tokenizer

@@ -1,21 +1,14 @@
 """Byte-level BPE: the vocabulary class, :class:`BPETokenizer`, its constructors and :func:`train_bpe`.
 
-:class:`BPETokenizer` is the vocabulary, as tiktoken's ``Encoding``: built by :func:`train_bpe`
-(merges learned by :mod:`~storygpt.tokenizers.bpe_train`), by the classmethods ``from_merges``,
-``from_merges_ids``, ``from_vocab``, ``from_ranks``, ``from_parts`` (what an importer of
-:mod:`~storygpt.tokenizers.interop` read), ``from_dict``/``load`` (a storygpt file); its checks live
-in :mod:`~storygpt.tokenizers.bpe_vocab`.  The spellings of the last release
-(``BPETokenizer.train``, ``.from_tiktoken``, ``tok.save_hf``, ...) still work and warn
-``DeprecationWarning`` naming their replacement (docs/api.md).
+:class:`BPETokenizer` is the vocabulary (as tiktoken's ``Encoding``), built by :func:`train_bpe`
+or the classmethods ``from_merges``, ``from_merges_ids``, ``from_vocab``, ``from_ranks``,
+``from_parts``, ``from_dict``/``load``; checks in :mod:`~storygpt.tokenizers.bpe_vocab`.  The last
+release's spellings (``BPETokenizer.train``, ``.from_tiktoken``, ``tok.save_hf``, ...) still work
+and warn ``DeprecationWarning`` naming their replacement.  BPE (Sennrich et al. 2016), byte-level
+as in GPT-2, with :mod:`~storygpt.tokenizers.bpe_reference`'s semantics, run by the C++ core or the
+reference; merge rules ``"merges"`` (trained, GPT-2) and ``"ranks"`` (tiktoken files).
 
-Algorithm: byte-pair encoding (Sennrich, Haddow & Birch 2016) made byte-level as in GPT-2
-(Radford et al. 2019), with the semantics of :mod:`storygpt.tokenizers.bpe_reference`; the work
-is done by the C++ core ``storygpt._bpe`` (``backend="cpp"``) or the Python reference
-(``backend="reference"``, slow, for tests).  Two merge rules (``"merge_rule"`` in the file):
-``"merges"`` (the merges list is the model, merge ``i`` has rank ``i``: trained tokenizers,
-GPT-2's ``vocab.bpe``) and ``"ranks"`` (the vocabulary is the model, as OpenAI's ``.tiktoken``
-files: the adjacent pair whose concatenation is the token with the lowest id is merged first,
-for any pair of tokens).
+Public names: docs/api.md; merge rules and formats: docs/tokenizers.md.
 """
 
 from __future__ import annotations

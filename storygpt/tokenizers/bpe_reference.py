@@ -1,36 +1,12 @@
 """Plain-Python reference for byte-level BPE: pre-tokenization, training, encoding.
 
-This module is the *readable* definition of what the C++ core (``storygpt._bpe``,
-source ``csrc/``) computes.  It is slow on purpose: every function favours
-clarity, and the tests check the C++ against it token for token.
+The readable definition of what the C++ core (``storygpt._bpe``, ``csrc/``) computes; slow on
+purpose, and the tests check the C++ against it token for token.  Byte-pair encoding (Sennrich,
+Haddow & Birch 2016) made byte-level as in GPT-2 (Radford et al. 2019): byte ``b`` is id ``b``,
+merge ``i`` makes id ``256 + i``; merges never cross a pre-tokenization chunk (:data:`PATTERNS`).
 
-Algorithm: byte-pair encoding as in Sennrich, Haddow & Birch (2016), "Neural
-Machine Translation of Rare Words with Subword Units", made byte-level as in
-GPT-2 (Radford et al. 2019): the base vocabulary is the 256 byte values, so no
-input is ever out of vocabulary.
-
-Conventions shared with the C++ core
-------------------------------------
-* Token ids: byte ``b`` is token id ``b``; merge ``i`` (0-based, in the order
-  learned) makes token id ``256 + i``.  (The encoder also accepts the general
-  form where each byte and each merge has an arbitrary id.)
-* Pre-tokenization splits the input into *chunks*; merges never cross a chunk
-  boundary.  Three named patterns exist, see :data:`PATTERNS`.
-* Invalid UTF-8 (``"gpt2"``, ``"gpt4"`` and ``"o200k"`` patterns): the bytes are decoded
-  with Python's ``surrogateescape`` error handler, so every byte that is not
-  part of a well-formed UTF-8 sequence becomes the lone surrogate
-  ``U+DC00 + byte``.  Such a code point is neither a letter (``\\p{L}``), a
-  number (``\\p{N}``) nor white space (``\\s``): it behaves exactly like a
-  punctuation character and is matched by ``[^\\s\\p{L}\\p{N}]``.  Chunks are
-  encoded back with ``surrogateescape``, so no byte is ever dropped or changed
-  and the chunks always concatenate to the input.  (A well-formed sequence is
-  one allowed by Table 3-7 of the Unicode Standard: no overlong forms, no
-  surrogates, nothing above U+10FFFF.)
-* Ties in training: ``tie_break="smallest_ids"`` (default) picks, among the
-  pairs with the highest count, the smallest pair ``(left id, right id)``
-  compared lexicographically; ``tie_break="largest_bytes"`` picks the pair
-  whose token byte strings are lexicographically greatest (left bytes first,
-  then right bytes).
+Shared conventions -- invalid UTF-8 through ``surrogateescape``: docs/pretokenization.md;
+the tie-breaks ``"smallest_ids"`` (default) and ``"largest_bytes"``: docs/bpe_core.md.
 """
 
 from __future__ import annotations

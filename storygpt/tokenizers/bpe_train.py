@@ -1,21 +1,12 @@
-"""BPE training: the merges behind :func:`storygpt.tokenizers.bpe.train_bpe`, from a text, files,
-an iterator of texts or counts.
+"""BPE training: the merges behind :func:`storygpt.tokenizers.bpe.train_bpe`.
 
-This module only learns the merges (:func:`learn_merges`); ``train_bpe`` (in ``bpe.py``, with
-the vocabulary class) makes them a :class:`~storygpt.tokenizers.bpe.BPETokenizer`.  The four sources differ in how
-chunks are counted, never in the merges learned from the same chunks:
-
-==========================  =============================================================
-``str`` / ``bytes``         one text (the C++ trainer, or ``bpe_reference.train``)
-``list`` / ``tuple`` of     files, streamed in windows by the C++ trainer (never read
-paths                       whole); each file is a separate text
-any other iterable          texts that arrive one by one (a generator, a file of
-                            documents), counted a batch of about 8 MB at a time
-a ``Mapping``               chunk -> count (chunks used as is; C++ backend only)
-==========================  =============================================================
-
-Every source goes through the one argument checker (:func:`check_train_args`) and gives
-the one warning when the text runs out of pairs before ``vocab_size``.
+This module only learns the merges (:func:`learn_merges`); ``train_bpe`` (bpe.py) makes them a
+:class:`~storygpt.tokenizers.bpe.BPETokenizer`.  Sources: one ``str``/``bytes`` text, a list of
+file paths (streamed by the C++ trainer, each a separate text), any other iterable of texts
+(counted about 8 MB at a time) or a ``Mapping`` chunk -> count (C++ only).  They differ in how
+chunks are counted, never in the merges learned from the same chunks; all go through
+:func:`check_train_args` and give the one warning when pairs run out before ``vocab_size``.
+Details: docs/tokenizers.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """Chunk counts: BPE training past one machine (count shards anywhere, merge the counts, learn merges on one).
 
-BPE training has two stages: counting the distinct pre-tokenization chunks of the text (linear in the corpus,
-and embarrassingly parallel) and the merge loop (on the distinct chunks only).  These functions cut training
-between the two, so the counting can run on many machines (docs/tokenizers.md, "Training from counts", has a
-Ray Data example) and the merge loop on one::
+BPE training counts the distinct pre-tokenization chunks (linear, parallel), then runs the merge
+loop on them; these functions cut training between the two::
 
     counts = merge_counts(count_shard([path], pattern="gpt4") for path in shard_paths)
     write_counts("counts.tsv.gz", counts, pattern="gpt4")
-    tok = train_from_counts(read_counts("counts.tsv.gz"), 8192)    # or: python data.py --counts counts.tsv.gz
+    tok = train_from_counts(read_counts("counts.tsv.gz"), 8192)    # or: python data.py --counts ...
 
-The merges equal those of :func:`~storygpt.tokenizers.bpe.train_bpe` on the shards as separate texts (the
-same as the shards joined by ``<|endoftext|>``): chunks never cross a text or a special token, so a count is a
-sum over shards.
-
-The counts file (UTF-8 text, gzip-compressed when its name ends in ``.gz``)::
-
-    {"format": "storygpt-chunk-counts", "version": 1, "pattern": "gpt4", "special_tokens": ["<pad>", "<|endoftext|>"]}
-    COUNT<TAB>CHUNK
-    ...
-
-Line 1 is a JSON object: the pre-tokenization pattern the chunks were cut with and the special tokens that
-split the text (left out of the counts).  Every further line is one distinct chunk: its count (a positive
-decimal integer) and its bytes in lowercase hex (any bytes, UTF-8 or not), sorted by the bytes.
+The merges equal :func:`~storygpt.tokenizers.bpe.train_bpe`'s on the shards as separate texts.
+The counts file format and a Ray Data example: docs/tokenizers.md, "Training from counts".
 """
 
 from __future__ import annotations

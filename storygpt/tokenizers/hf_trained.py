@@ -1,31 +1,14 @@
 """``unigram:V`` and ``wordpiece:V``: Unigram and WordPiece vocabularies trained by Hugging Face ``tokenizers``.
 
-The algorithms are the library's own trainers (``UnigramTrainer``, ``WordPieceTrainer``);
-storygpt only chooses the setup, so that nothing is unknown:
+The library's own trainers (``UnigramTrainer``, Kudo 2018; ``WordPieceTrainer``, Schuster &
+Nakajima 2012) with a lossless setup: byte-level pre-tokenization with all 256 byte characters in
+the alphabet; WordPiece gets the missing continuation forms added after training, with prefix
+``U+2581`` removed by a ``Replace`` decoder.  The trainers are not deterministic (ties), so the
+trained tokenizer is stored whole in an :class:`~storygpt.tokenizers.hf.HFTokenizer` file
+(``"kind": "hf"``) and a checkpoint's ids never change.  Specials: ``<unk>`` 0, ``<pad>`` 1,
+``<|endoftext|>`` 2.
 
-* pre-tokenization is byte-level (``ByteLevel`` with GPT-2's pattern, no prefix
-  space): text becomes UTF-8 bytes shown as 256 printable characters, and the
-  initial alphabet holds all 256 (``ByteLevel.alphabet()``), so every text has a
-  segmentation into known pieces and decoding (``ByteLevel`` decoder) restores it
-  exactly;
-* Unigram (Kudo 2018, "Subword Regularization") keeps every alphabet character as a
-  required piece, so it is lossless as trained;
-* WordPiece (Schuster & Nakajima 2012; Devlin et al. 2019) has no byte fallback:
-  a word it cannot cover is one ``<unk>``.  Its continuation pieces carry a prefix, and
-  the trainer adds a continuation form only for characters it saw inside a word, so
-  after training the missing continuation forms of the 256 characters are added (the
-  vocabulary is trained smaller by as many), which makes every word coverable.  The
-  prefix is ``U+2581`` (not ``##``, which is text a byte-level word can hold), removed
-  by a ``Replace`` decoder before the byte-level one.
-
-Determinism: the library's trainers are not deterministic (hash-map order breaks ties):
-Unigram picks the same pieces run to run on our tests but their scores vary slightly,
-so storygpt numbers them by piece (after the specials); WordPiece may pick different
-last pieces.  The trained tokenizer is stored whole, so a checkpoint's ids never change.
-
-The result is an :class:`~storygpt.tokenizers.hf.HFTokenizer` whose file (``"kind": "hf"``)
-carries the whole ``tokenizer.json``, so checkpoints load without retraining.
-Special tokens: ``<unk>`` (id 0), ``<pad>`` (1), ``<|endoftext|>`` (2).
+The algorithms and the setup's reasons: docs/tokenizers.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """Importers and exporters: OpenAI's tiktoken, GPT-2's files, Hugging Face ``tokenizer.json``.
 
-Every function here converts between :class:`~storygpt.tokenizers.BPETokenizer` and
-another library's format *exactly*: the other library, given what is written, gives
-the same ids as storygpt on every text (checked by ``tests/tokenizers/test_interop.py`` with
-``tiktoken`` and Hugging Face ``tokenizers`` as oracles on the shared corpora).
-What cannot be expressed exactly (a pre-tokenization pattern, a normalizer, another
-model type, two ids for the same bytes) is refused with a :class:`InteropError`
-naming the component, never written approximately.
+Every function converts between :class:`~storygpt.tokenizers.BPETokenizer` and another library's
+format *exactly* (the other library gives the same ids on every text; tests/tokenizers/test_interop.py
+uses ``tiktoken`` and ``tokenizers`` as oracles); what cannot be expressed exactly is refused with
+an :class:`InteropError` naming the component.  The importers (:func:`from_tiktoken`,
+:func:`from_gpt2_files`, :func:`from_hf`) read through ``interop_tiktoken``, ``interop_gpt2`` and
+``interop_hf`` and build with :meth:`BPETokenizer.from_parts`; exporters: :func:`to_tiktoken`,
+:func:`save_tiktoken`, :func:`to_hf_dict`, :func:`save_hf`.
 
-This module gathers them; the importers here (:func:`from_tiktoken`, :func:`from_gpt2_files`,
-:func:`from_hf`) read through their library's file (``read_*``, which knows no tokenizer
-class) and build the :class:`BPETokenizer` with :meth:`BPETokenizer.from_parts`:
-
-``interop_tiktoken``
-    :func:`read_tiktoken` (an encoding name or a ``.tiktoken`` rank file), :func:`to_tiktoken`
-    (a ``tiktoken.Encoding``), :func:`save_tiktoken` (a rank file and :func:`tiktoken_params` beside it).
-``interop_gpt2``
-    :func:`read_gpt2_files` (``encoder.json`` + ``vocab.bpe``) and GPT-2's byte table.
-``interop_hf``
-    :func:`read_hf` (a byte-level BPE ``tokenizer.json``), :func:`to_hf_dict` / :func:`save_hf`
-    (a ``tokenizer.json`` and :func:`hf_token_roles`: ``tokenizer_config.json``, ``special_tokens_map.json``).
-``interop_base``
-    :class:`InteropError`, :class:`BPEParts`, :data:`TEXT_PATTERNS`, :func:`merges_from_ranks` (the merges list
-    of a rank vocabulary, one per token).
+Public names: docs/api.md; formats and limits: docs/tokenizers.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Tokenizer files: the JSON format (header, token bytes, readable dump, canonical JSON).
 
-This module imports no tokenizer class: loading a file as the right class is the
-registry's (:func:`storygpt.tokenizers.registry.load`).
+This module imports no tokenizer class: loading a file as the right class is the registry's
+(:func:`storygpt.tokenizers.registry.load`).  Every tokenizer is one UTF-8 JSON file
+``{"format": "storygpt-tokenizer", "version": 1, "kind": ..., ...}``.  Token bytes are a plain
+JSON string when readable UTF-8, else ``{"hex": "..."}`` (:func:`token_to_json`,
+:func:`token_from_json`): lossless for every byte string.
 
-Every tokenizer is stored as one UTF-8 JSON file (see ``docs/tokenizers.md``)::
-
-    {"format": "storygpt-tokenizer", "version": 1, "kind": "bpe" | "word" | "hf" | ..., ...}
-
-Token byte strings are written so that a person can read them and no byte is
-ever lost (:func:`token_to_json` / :func:`token_from_json`):
-
-* a token whose bytes are valid UTF-8 and contain no "surprising" code point
-  (control, format, private-use, unassigned or surrogate characters, except
-  tab, newline and carriage return) is written as a plain JSON string, e.g.
-  ``" the"`` or ``"\\n\\n"``;
-* any other token is written as a one-key object ``{"hex": "e282"}`` holding
-  its bytes in lower-case hexadecimal.
-
-The two forms cannot be confused (a string is never an object), so the
-encoding is lossless for every byte string.
+The format, the rule for readable tokens and the fingerprint: docs/tokenizers.md.
 """
 
 from __future__ import annotations

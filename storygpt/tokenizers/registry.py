@@ -1,39 +1,14 @@
 """The one table of tokenizer kinds: what a SPEC can name and what a file can hold.
 
-Every kind is one :class:`Kind` row in one table, made by :func:`register_kind`:
+Every kind is one :class:`Kind` row made by :func:`register_kind`: its builder
+``(arg, train_docs, options) -> Tokenizer`` (``options``: :class:`BuildOptions`), its file
+class (:func:`load`, :func:`from_dict` pick it by the file's ``"kind"``), its help line
+(:func:`kind_help`), its SPEC usage, ``parse_arg``/``check_arg`` and its Hugging Face export.
+spec.py, export/tokenizer.py and the tools' help texts read this table; there is no other list.
 
-* its **builder** ``(arg, train_docs, options) -> Tokenizer`` makes the tokenizer a
-  SPEC names (``bpe:8192``, ``tiktoken:gpt2``, ...; :mod:`storygpt.tokenizers.spec`
-  parses the string against this table, :func:`storygpt.tokenizers.spec.build_tokenizer`
-  calls the builder);
-* its **file class** (a :class:`~storygpt.tokenizers.base.Tokenizer` subclass) rebuilds
-  a tokenizer file or checkpoint dict whose ``"kind"`` is the kind's name
-  (:func:`load`, :func:`from_dict`);
-* its **help line** (the tools' ``--help``: :func:`kind_help`), its SPEC's **usage**, how it
-  **parses** and checks its ARG (``parse_arg``, ``check_arg``), and how it is **exported** as a
-  Hugging Face ``tokenizer.json`` (``export``; :mod:`storygpt.export.tokenizer`).
-
-This table is the only list of kinds: spec.py, export/tokenizer.py and the help texts of
-data.py, pretrain.py and compare.py read it.
-
-Adding a kind (how SuperBPE, Unigram, WordPiece or SentencePiece come in)
-    Write the class in its own module of this package (or anywhere, for a plug-in):
-    a ``Tokenizer`` with ``kind = "name"``, ``to_dict``/``from_dict`` (file format:
-    :mod:`storygpt.tokenizers.io`) and a classmethod ``from_spec(arg, train_docs,
-    options)``; then one call, ``register_kind("name", TheClass, arg="vocab",
-    default_vocab=N, help="what it is", export=...)``.  A built-in kind's call goes at the end of this module (with the
-    import of its class); a plug-in makes the call in its own module, which command-line
-    tools import when it is named in ``STORYGPT_TOKENIZER_PLUGINS`` (comma-separated
-    module names).  Its trainer, if it has one, lives in its own module
-    (``bpe_train.py``, ``word_train.py``), not in the vocabulary class.
-
-What a builder gets
-    ``arg``: the vocabulary size as an ``int`` (``arg="vocab"``; checked positive by the
-    SPEC parser, the kind's trainer checks its own range), or what the kind's
-    ``parse_arg`` made of its ARG (``superbpe:V:T``: the tuple ``(V, T)``), the name or
-    path (a ``str``), or ``None``.  ``train_docs``: the training documents, an iterable that may be read
-    more than once (a list, or ``storygpt.data.docstream.DocumentFile``).  ``options``:
-    a :class:`BuildOptions`.
+A new kind is one ``register_kind`` call (built-ins at the end of this module; plug-ins in
+their own module, named in ``STORYGPT_TOKENIZER_PLUGINS``).  How to add one and what a
+builder gets: docs/tokenizers.md and docs/design.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Tokenizer SPECs: the one string every tool takes to name a tokenizer.
 
-A SPEC is ``KIND`` or ``KIND:ARG``, where KIND is a kind of the registry
-(:mod:`storygpt.tokenizers.registry`, the only list of kinds: ``bpe[:VOCAB]``, ``word[:VOCAB]``,
-``byte``, ``tiktoken:NAME``, ``hf:PATH``, ``file:PATH``, ``superbpe[:VOCAB[:T]]``, ...; their
-help lines: :func:`~storygpt.tokenizers.registry.kind_help`).
-
-:func:`parse_spec` checks the syntax (it opens no file; a ``tiktoken`` NAME must be an
-encoding tiktoken knows, when tiktoken is installed); :attr:`TokenizerSpec.slug`
-names the token files and run folders that belong to a SPEC (``train-<slug>.bin``);
-:func:`build_tokenizer` makes the tokenizer a SPEC names with the kind's builder.
-A vocabulary size travels as an ``int`` (:attr:`TokenizerSpec.arg`), checked once by
-:func:`check_vocab_size`.
+A SPEC is ``KIND`` or ``KIND:ARG`` with KIND a kind of :mod:`storygpt.tokenizers.registry`
+(``bpe[:VOCAB]``, ``byte``, ``tiktoken:NAME``, ``hf:PATH``, ...).  :func:`parse_spec` checks the
+syntax (no file opened); :attr:`TokenizerSpec.slug` names its token files and run folders;
+:func:`build_tokenizer` calls the kind's builder; :func:`check_vocab_size` is the one size check.
+The kinds: docs/tokenizers.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """SentencePiece models behind storygpt's interface: ``sp:PATH``, ``spm-unigram:V``, ``spm-bpe:V``.
 
-:class:`SentencePieceTokenizer` runs the ``sentencepiece`` package (optional; Kudo &
-Richardson 2018, "SentencePiece: A simple and language independent subword tokenizer
-and detokenizer for Neural Text Processing") on a ``.model`` file, the serialized
-``ModelProto`` of Llama 2, Gemma and T5 tokenizers.  Its storygpt file (``"kind": "sp"``)
-holds that proto in base64, so a checkpoint loads without the original file.
-
-:func:`train_sentencepiece` trains a model with ``SentencePieceTrainer`` (``unigram``:
-Kudo 2018; ``bpe``) on the training documents, one document per sentence, with
-settings chosen to be lossless and deterministic: identity normalization, whitespace
-kept as it is, ``byte_fallback`` on (a character outside the vocabulary becomes its
-UTF-8 bytes ``<0x..>``), one thread, a fixed random seed.  Its specials: ``<unk>`` (id
-0), then the control symbols ``<pad>`` (1) and ``<|endoftext|>`` (2), which text never
-encodes to.
+:class:`SentencePieceTokenizer` runs the optional ``sentencepiece`` package (Kudo & Richardson 2018)
+on a ``.model`` file (Llama 2, Gemma, T5); its file (``"kind": "sp"``) holds the proto in base64.
+:func:`train_sentencepiece` trains ``unigram`` or ``bpe`` losslessly and deterministically
+(identity normalization, ``byte_fallback``, one thread, fixed seed); specials ``<unk>`` 0,
+``<pad>`` 1, ``<|endoftext|>`` 2.  Settings and their reasons: docs/tokenizers.md.
 """
 
 from __future__ import annotations

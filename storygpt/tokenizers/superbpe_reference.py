@@ -1,25 +1,13 @@
 """Plain-Python reference for SuperBPE training: what the C++ core's ``superbpe_train`` computes.
 
-Algorithm: Liu, Hayase, Hofmann, Oh, Smith & Choi (2025), "SuperBPE: Space Travel for
-Language Models" (arXiv:2503.13423), with the public reference implementation
-(github.com/PythonNut/superbpe, a fork of Hugging Face ``tokenizers``) as the guide for
-how stage 2 starts.  Byte-level BPE is learned in two stages:
+SuperBPE (Liu et al. 2025, arXiv:2503.13423; reference implementation github.com/PythonNut/superbpe):
+stage 1 is ordinary BPE (:func:`bpe_reference.train`) until ``transition`` tokens; stage 2 re-chunks
+the text with the ``"superword"`` pattern (white space is no boundary), starts each chunk from its
+stage-1 tokens and continues the merge loop (:func:`bpe_reference.continue_merges`) to ``vocab_size``.
+Encoding is ordinary BPE inside ``"superword"`` chunks, as a stock ``tokenizers`` BPE with a
+``Split`` on that pattern computes it.
 
-1. **Subwords.**  Ordinary BPE (:func:`bpe_reference.train`) with the usual
-   pre-tokenization ``pattern`` until the vocabulary holds ``transition`` tokens
-   (256 bytes + stage-1 merges + special tokens).
-2. **Superwords.**  The text is chunked again with the ``"superword"`` pattern
-   (:data:`bpe_reference.PATTERNS`: white space is no boundary any more; new lines and
-   sentence punctuation still are); each distinct chunk starts as its tokens under the
-   stage-1 merges (the lowest rank first over the whole chunk, exactly what replaying the
-   stage-1 merges in order does, as the reference implementation does), and the same
-   merge loop continues (:func:`bpe_reference.continue_merges`) until the vocabulary
-   holds ``vocab_size`` tokens.
-
-Encoding is ordinary BPE with all the merges (stage 1 first, by rank) inside each
-``"superword"`` chunk: ``bpe_reference.Encoder(merges, pattern="superword")``.  That is
-also what a stock Hugging Face ``tokenizers`` BPE with a ``Split`` on the same pattern
-computes, which is how the paper's released ``tokenizer.json`` files run unmodified.
+Details and measurements: docs/tokenizers.md and docs/bpe_core.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Experiment tracking beside metrics.jsonl: TensorBoard and Weights & Biases (``pretrain.py --log``).
 
-Off by default.  Every metrics.jsonl row is also logged as scalars named ``KIND/FIELD`` (``step/loss``,
-``step/lr``, ``step/grad_norm``, ``eval/val_bpc``, ..., the counters ``tokens``, ``chars``, ``flops``, ``elapsed``
-under both kinds) at the row's optimizer step; the run's recipe, model, optimizer, resolved flags and
-provenance (versions, git commit) are the run's config.  Only rank 0 logs.
-
-* ``tensorboard``: ``torch.utils.tensorboard`` event files in ``RUN/tensorboard/`` (``tensorboard --logdir
-  checkpoints``); the config is a text summary named ``config`` (JSON).  A resumed run drops the events past its
-  checkpoint's step, as metrics.jsonl drops those rows; a fresh run (``--force``) removes the old event files.
-* ``wandb``: a Weights & Biases run in ``RUN/wandb/`` named after the run folder, in the project
-  ``$WANDB_PROJECT`` (default ``storygpt``); ``WANDB_MODE=offline`` keeps it on disk (``wandb sync`` uploads it
-  later).  Its id is kept in ``RUN/wandb/storygpt-run-id``, so ``--resume`` continues the same wandb run.
-
-Each needs its package (``pip install -e .[tensorboard]``, ``pip install -e .[wandb]``), imported only here.
+Off by default.  Every metrics.jsonl row is logged as scalars ``KIND/FIELD`` at its step; the
+recipe, flags and provenance are the run's config; only rank 0 logs.  ``tensorboard`` writes
+``RUN/tensorboard/``, ``wandb`` a run in ``RUN/wandb/`` (``$WANDB_PROJECT``, ``WANDB_MODE=offline``),
+both following ``--resume`` and ``--force``.  Each package is imported only here
+(``pip install -e .[tensorboard]`` / ``.[wandb]``).  Details: docs/training.md.
 """
 
 from __future__ import annotations
