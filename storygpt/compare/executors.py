@@ -369,7 +369,8 @@ class SlurmEngine:
                     return kind(text.rsplit(marker, 1)[1].splitlines()[0]), None
             return RunFailed(f"Slurm job {sjob.job_id} failed (logs: {sjob.paths.stderr})"), None
         except utils.UncompletedJobError as e:  # preempted, out of time, cancelled, the node lost
-            return RunKilled(f"Slurm job {sjob.job_id} did not complete ({str(e).splitlines()[0][:200]})"), None
+            why = " ".join(str(e).splitlines()[:2])[:300]  # submitit's "Job N ... with path P" / "has not produced..."
+            return RunKilled(f"Slurm job {sjob.job_id} did not complete ({why})"), None
         except (RunKilled, RunFailed) as e:
             return e, None
 
