@@ -128,11 +128,21 @@ def test_ray_runs_fail_named_retry_a_lost_worker_with_resume_and_give_the_figure
 SLURM = ["--executor", "slurm", "--slurm-cluster", "local", "--slurm-time", "5"]
 
 
-def test_slurm_local_runs_fail_named_retry_a_lost_job_with_resume_and_give_the_figures_of_jobs_1(
-    cwd, monkeypatch, expected
-):
-    submitit = pytest.importorskip("submitit", reason="--executor slurm needs the slurm extra: pip install -e .[slurm]")
+@pytest.fixture(scope="module")
+def have_submitit():  # module-scoped: the skip comes before the module's other fixtures are made
+    return pytest.importorskip("submitit", reason="--executor slurm needs the slurm extra: pip install -e .[slurm]")
+
+
+@pytest.fixture
+def submitit_local(have_submitit, monkeypatch):
+    submitit = have_submitit
     # submitit waits 15 s for the result file of a job that left none (a slow shared file system); none here
     monkeypatch.setattr(submitit.core.core.Job, "_results_timeout_s", 0)
+    return submitit
+
+
+def test_slurm_local_runs_fail_named_retry_a_lost_job_with_resume_and_give_the_figures_of_jobs_1(
+    cwd, monkeypatch, submitit_local, expected
+):
     lost = r"Slurm job (\d+) did not complete \(Job \1 \(task: 0\) with path .+_result\.pkl has not produced any output .+\)"
     failed_then_fixed(cwd, monkeypatch, SLURM, lost, expected)
