@@ -363,7 +363,8 @@ class SlurmEngine:
                     return kind(text.rsplit(marker, 1)[1].splitlines()[0]), None
             return RunFailed(f"Slurm job {sjob.job_id} failed (logs: {sjob.paths.stderr})"), None
         except utils.UncompletedJobError as e:  # preempted, out of time, cancelled, the node lost
-            return RunKilled(f"Slurm job {sjob.job_id} did not complete ({str(e).splitlines()[0][:200]})"), None
+            why = " ".join(str(e).splitlines()[:2])[:300]  # submitit's "Job N ... with path P" / "has not produced..."
+            return RunKilled(f"Slurm job {sjob.job_id} did not complete ({why})"), None
         except (RunKilled, RunFailed) as e:
             return e, None
 
@@ -411,7 +412,8 @@ def execute(
                     why = f"stopped from outside {n} times ({why})"
                 elif not isinstance(exc, RunFailed):
                     why = f"{type(exc).__name__}: {why}"
-                outcomes.append(Outcome(job, False, f"{why} (log: {job.log})", n))
+                named = f"(log: {job.log})" in why  # compare.py's run jobs name their log themselves
+                outcomes.append(Outcome(job, False, why if named else f"{why} (log: {job.log})", n))
                 say(f"{job.label}: failed: {outcomes[-1].message}")
     except KeyboardInterrupt:
         engine.stop()

@@ -32,6 +32,10 @@ def test_jobs_run_at_once_on_their_slots():
     assert all(o.ok and o.result == 1 and o.attempts == 1 for o in outcomes) and len(seen) == 3
 
 
+def _raise(e: Exception):
+    raise e
+
+
 def test_a_killed_run_is_retried_and_a_failed_run_is_named_while_the_rest_go_on():
     tries = {"killed": 0}
     said = []
@@ -53,6 +57,7 @@ def test_a_killed_run_is_retried_and_a_failed_run_is_named_while_the_rest_go_on(
         Job("b", Path("logs/b.log"), fails),
         Job("c", Path("logs/c.log"), lambda slot: "fine"),
         Job("d", Path("logs/d.log"), always_killed),
+        Job("e", Path("logs/e.log"), lambda slot: _raise(RunFailed("bits.py failed (exit 1): x (log: logs/e.log)"))),
     ]
     outcomes = {o.job.label: o for o in execute(LocalEngine([Slot(1)]), jobs, retries=2, say=said.append)}
     assert outcomes["a"].ok and outcomes["a"].attempts == 2 and outcomes["a"].result == "resumed"
@@ -63,6 +68,7 @@ def test_a_killed_run_is_retried_and_a_failed_run_is_named_while_the_rest_go_on(
     assert outcomes["c"].ok
     assert not outcomes["d"].ok and outcomes["d"].attempts == 3
     assert outcomes["d"].message == "stopped from outside 3 times (preempted) (log: logs/d.log)"
+    assert outcomes["e"].message == "bits.py failed (exit 1): x (log: logs/e.log)"  # its log named once
     assert "a: pretrain.py stopped by SIGTERM (exit 130); again from its checkpoint (retry 1/2)" in said
 
 
