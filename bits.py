@@ -353,6 +353,8 @@ RANGES = {
     "batch_size": (1, None),
     "chars": (0, None),
     "html_chars": (1, None),
+    "perturb_seed": (0, 2**32 - 1),  # numpy's seed range
+    "block_chars": (1, None),
 }
 
 
@@ -414,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt.evaluate import count_characters
         from storygpt.runtime import pick_dtype, resolve_device
 
+        if args.diff and resolve_checkpoint(args.diff[0]).resolve() == resolve_checkpoint(args.diff[1]).resolve():
+            raise ValueError(f"--diff {args.diff[0]} {args.diff[1]}: the same checkpoint twice")
         device = resolve_device(args.device)
         paths = []
         for p in (resolve_checkpoint(p) for p in [*args.checkpoints, *(args.diff or [])]):
@@ -533,8 +537,6 @@ def main(argv: list[str] | None = None) -> int:
         diff_text = diff_json = None
         if args.diff:
             pa, pb = diff_paths
-            if pa == pb:
-                raise ValueError(f"--diff {args.diff[0]} {args.diff[1]}: the same checkpoint twice")
             counts, where = training_word_counts(loaded[pa][2], loaded[pb][2])
             diff_text, diff_json = diff_section(
                 run_name(pa, paths),
