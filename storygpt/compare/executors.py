@@ -417,7 +417,8 @@ def execute(
                     why = f"stopped from outside {n} times ({why})"
                 elif not isinstance(exc, RunFailed):
                     why = f"{type(exc).__name__}: {why}"
-                outcomes.append(Outcome(job, False, f"{why} (log: {job.log})", n))
+                where = f"(log: {job.log})"
+                outcomes.append(Outcome(job, False, why if where in why else f"{why} {where}", n))
                 say(f"{job.label}: failed: {outcomes[-1].message}")
     except KeyboardInterrupt:
         engine.stop()

@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -256,12 +257,17 @@ def check_arguments(args) -> None:
         raise CompareError(f"--train-file {args.train_file}: no such file")
     from storygpt.compare.perturb import parse_kinds
     from storygpt.data.evalsets import read_eval_sets
+    from storygpt.train import tracking
 
     try:  # every --eval file and --perturb kind is checked before anything runs
         parse_kinds(args.perturb)
         read_eval_sets(args.eval)
     except ValueError as e:
         raise CompareError(str(e)) from None
+    try:  # --log: each run's pretrain.py would refuse it only after the data is prepared
+        tracking.parse_kinds(args.log)
+    except (ValueError, tracking.TrackingError) as e:
+        raise CompareError(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e)) from None
 
 
 def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> int | None:
@@ -359,6 +365,11 @@ def cluster_engine(args, report_dir: Path):
     Raises:
         CompareError: a missing extra, an unreachable --ray-address, a setting submitit refuses (one line).
     """
+    made = None  # submitit makes its log folder at once: the topmost folder it makes is removed after a refusal
+    for folder in (report_dir, *report_dir.parents):
+        if folder.exists():
+            break
+        made = folder
     try:
         if args.executor == "ray":
             slot = executors.Slot(args.threads or 1, args.device, args.ray_gpus)
@@ -374,6 +385,8 @@ def cluster_engine(args, report_dir: Path):
             )
             return executors.SlurmEngine(report_dir.resolve() / "slurm", options, HERE)
     except executors.RunFailed as e:
+        if made is not None and made.is_dir():
+            shutil.rmtree(made)
         raise CompareError(str(e)) from None
     return None
 

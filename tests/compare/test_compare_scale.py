@@ -225,6 +225,24 @@ def test_cluster_settings_are_refused_before_any_work(cwd):
     assert done.returncode == 2
     assert "submitit refused the settings: Unknown argument 'gpu'" in one_error_line(done.stderr, "compare.py")
     assert not (cwd / "data").exists() and not (cwd / "checkpoints").exists()
+    assert not (cwd / "reports").exists()  # submitit's log folder is not left behind
+
+
+def test_bad_log_is_refused_before_any_work(cwd, monkeypatch):
+    calls = []
+    stand_in(monkeypatch, calls)
+    done = call_tool("compare", *BASE, "--log", "bogus", cwd=cwd)
+    assert done.returncode == 2, done.stderr
+    assert "--log bogus: unknown tracker 'bogus'" in one_error_line(done.stderr, "compare.py")
+    assert calls == [] and sorted(p.name for p in cwd.iterdir()) == ["tiny.txt"]
+
+
+def test_failed_run_names_its_log_once(cwd, monkeypatch):
+    stand_in(monkeypatch, [], behave=lambda tool, args: 3 if tool == "pretrain.py" else None)
+    done = call_tool("compare", *BASE, "--jobs", "2", cwd=cwd)
+    assert done.returncode == 1
+    failed = [line for line in done.stdout.splitlines() if ": failed: " in line]
+    assert len(failed) == 2 and all(line.count("(log: ") == 1 for line in failed), done.stdout
 
 
 # ------------------------------------------------------------------ real tiny runs (slow)
