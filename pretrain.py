@@ -234,6 +234,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
         args.log = list(tracking.parse_kinds(args.log))
     except (ValueError, tracking.TrackingError) as e:
         parser.error(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e))
+    from storygpt.data.evalsets import read_eval_sets
+
+    try:  # a usage error (exit 2); session() reads them again, cut to --eval-chars
+        read_eval_sets(args.eval)
+    except ValueError as e:
+        parser.error(str(e))
     return args, explicit
 
 
