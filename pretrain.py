@@ -188,8 +188,8 @@ RANGES |= {
     "min_lr_fraction": (0, 1),
     "minutes": (0, None, "strict"),
     "seed": (0, 2**63 - 1),
-    "dropout": (None, None),
-    "rope_theta": (None, None),
+    "dropout": (0, None),  # and below 1 (parse)
+    "rope_theta": (0, None, "strict"),
 }
 
 
@@ -211,6 +211,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
     check_ranges(parser, args, RANGES)
+    if args.dropout is not None and args.dropout >= 1:
+        parser.error(f"--dropout must be below 1 (a probability of zeroing), got {args.dropout}")
     if args.preset is not None:
         try:
             vars(args).update({k: v for k, v in preset(args.preset).items() if k not in explicit})
