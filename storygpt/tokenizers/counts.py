@@ -6,7 +6,7 @@ between the two, so the counting can run on many machines (docs/tokenizers.md, "
 Ray Data example) and the merge loop on one::
 
     counts = merge_counts(count_shard([path], pattern="gpt4") for path in shard_paths)
-    write_counts("counts.tsv.gz", counts, pattern="gpt4")
+    write_counts("counts.tsv.gz", counts)                         # the pattern travels in the counts
     tok = train_from_counts(read_counts("counts.tsv.gz"), 8192)    # or: python data.py --counts counts.tsv.gz
 
 The merges equal those of :func:`~storygpt.tokenizers.bpe.train_bpe` on the shards as separate texts (the
