@@ -300,8 +300,10 @@ def parse_sizes(args) -> list[str]:
     Raises:
         CompareError: an unknown or repeated preset, or --sizes beside --preset or a shape flag.
     """
-    if not args.sizes:
+    if args.sizes is None:
         return []
+    if not args.sizes.strip():
+        raise CompareError(f"--sizes {args.sizes!r}: no preset named; known: {', '.join(PRESETS)}")
     sizes = [s.strip() for s in args.sizes.split(",")]
     for i, s in enumerate(sizes):
         if s not in PRESETS:

@@ -201,6 +201,7 @@ def test_sizes_bad_input(cwd):
     for extra, message in [
         (["--sizes", "tiny,huge"], "--sizes: unknown preset 'huge'; known: tiny, small"),
         (["--sizes", "tiny,tiny"], "--sizes: tiny is given twice"),
+        (["--sizes", ""], "--sizes '': no preset named; known: tiny, small"),  # was: silently no sizes
         (["--sizes", "tiny,small", "--n-layer", "2"], "--sizes names the model shapes: drop --n-layer"),
     ]:
         done = call_tool("compare", *BASE, *extra, cwd=cwd)
@@ -226,6 +227,24 @@ def test_cluster_settings_are_refused_before_any_work(cwd):
     assert "submitit refused the settings: Unknown argument 'gpu'" in one_error_line(done.stderr, "compare.py")
     assert not (cwd / "data").exists() and not (cwd / "checkpoints").exists()
     assert not (cwd / "reports").exists()  # submitit's log folder is not left behind
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (
+            ["--ray-address", "1.2.3.4:6379"],
+            "--ray-address is a setting of --executor ray; these runs go to --executor local",
+        ),
+        (["--executor", "ray", "--slurm-time", "5"], "--slurm-time is a setting of --executor slurm"),
+        (["--executor", "slurm", "--ray-gpus", "1"], "--ray-gpus is a setting of --executor ray"),
+    ],
+)
+def test_engine_flags_beside_another_executor_are_refused(cwd, extra, message):
+    # before: ignored without a word (the runs trained here, not on the cluster the user named)
+    done = call_tool("compare", *BASE, *extra, cwd=cwd)
+    assert done.returncode == 2 and message in one_error_line(done.stderr, "compare.py")
+    assert sorted(p.name for p in cwd.iterdir()) == ["tiny.txt"]
 
 
 def test_bad_log_is_refused_before_any_work(cwd, monkeypatch):
