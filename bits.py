@@ -20,7 +20,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from storygpt.cli import ToolParser, check_ranges
+from storygpt.cli import ToolParser, check_output, check_ranges
 
 DEFAULT_CHARS = 2_000_000
 
@@ -386,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--save-losses {args.save_losses}: give exactly one checkpoint (and no --diff)")
     if args.html and not args.diff:
         parser.error("--html colours the difference of --diff A B; give --diff")
+    for flag, path in (("--json", args.json), ("--save-losses", args.save_losses), ("--html", args.html)):
+        check_output(parser, flag, path)
     try:
         if args.text and Path(args.text).is_dir():
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")

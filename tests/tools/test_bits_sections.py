@@ -78,6 +78,9 @@ def test_named_sets_macro_micro(runs, tmp_path):
         (["--block-chars", "0", "--json"], "--block-chars must be >= 1"),
         (["--diff", "{CKPT}", "{CKPT}"], "the same checkpoint twice"),
         (["--diff", "{CKPT}", "{RUN}"], "the same checkpoint twice"),  # the run folder and its ckpt.pt
+        (["--save-losses", "{GOOD}/x.npz"], "good.txt is not a folder"),  # was a traceback after measuring
+        (["--json", "{GOOD}/x.json"], "good.txt is not a folder"),  # was refused after measuring
+        (["--tasks", "cloze", "--task-dir", "{GOOD}/t"], "good.txt is not a folder"),  # was a traceback
     ],
 )
 def test_bad_input_is_one_line_before_any_model_loads(runs, tmp_path, monkeypatch, argv, words):
