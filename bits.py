@@ -364,7 +364,15 @@ def texts_to_measure(args, loaded, eval_sets):
     from storygpt.compare.measure import texts_of
 
     docs, source = load_text(args, loaded)
-    texts = texts_of(docs, Path(source), named=not args.text) + texts_of(eval_sets=eval_sets)
+    texts = texts_of(docs, Path(source), named=not args.text)
+    held = {name for name, _ in texts[0].sets}
+    for s in eval_sets:  # one name per figure: an --eval set must not replace a set of the held-out text
+        if s.name in held:
+            raise ValueError(
+                f"--eval {s.name}={s.path}: {s.name!r} is already a set of the held-out text "
+                f"({', '.join(sorted(held))}); choose another NAME"
+            )
+    texts += texts_of(eval_sets=eval_sets)
     return texts, ", ".join([source, *(f"{s.name}={s.path}" for s in eval_sets)])
 
 

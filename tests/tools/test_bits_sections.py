@@ -105,6 +105,18 @@ def test_bad_input_is_one_line_before_any_model_loads(runs, tmp_path, monkeypatc
     assert words in one_error_line(err, "bits.py")
 
 
+def test_eval_name_of_a_held_out_set_is_refused(runs, tmp_path):
+    # before: --eval doc-1=FILE silently replaced the held-out text's own set doc-1 (and its macro mean)
+    good = tmp_path / "good.txt"
+    good.write_text("hello\n")
+    rc, out, err = bits(runs["bpe"], "--json")
+    assert rc == 0, err
+    name = next(iter(json.loads(out)["results"][0]["sets"]))
+    rc, out, err = bits(runs["bpe"], "--eval", f"{name}={good}")
+    assert rc == 2
+    assert f"'{name}' is already a set of the held-out text" in one_error_line(err, "bits.py")
+
+
 def test_diff_attribution_adds_up_and_html(runs, tmp_path):
     page = tmp_path / "diff.html"
     rc, text, err = bits("--diff", runs["bpe"], runs["word"], "--html", page, "--json")
