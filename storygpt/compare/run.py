@@ -270,6 +270,25 @@ def check_arguments(args) -> None:
         raise CompareError(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e)) from None
 
 
+def check_eval_names(args, data_dir: Path, bits_chars: int) -> None:
+    """Refuse an --eval NAME that bits.py would refuse after training: a set of the held-out text measured
+    (its works' names, or doc-N), known once the data is prepared."""
+    if not args.eval or not (data_dir / "valid.txt").is_file():
+        return
+    from storygpt.compare.measure import texts_of
+    from storygpt.data.evalsets import read_eval_sets
+    from storygpt.evaluate import read_documents, take_characters
+
+    valid = data_dir / "valid.txt"
+    held = {name for name, _ in texts_of(take_characters(read_documents(valid), bits_chars or None), valid)[0].sets}
+    for s in read_eval_sets(args.eval):
+        if s.name in held:
+            raise CompareError(
+                f"--eval {s.name}={s.path}: {s.name!r} is already a set of the held-out text "
+                f"({', '.join(sorted(held))}); choose another NAME"
+            )
+
+
 def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> int | None:
     """The thread count of every run: --threads, or --pretrain-args' --threads, or timed once here."""
     if args.threads:
@@ -523,6 +542,7 @@ def compare(args, argv: list[str]) -> int:
             t1 = time.perf_counter()
             if prepare_data(first, args, settings, data_dir):
                 print(f"data for {spec}: {duration_since(t1)}", flush=True)
+        check_eval_names(args, data_dir, settings.bits_chars)
         warmup = pretrain_setting(pretrain_args, "--warmup-steps", PRETRAIN_WARMUP)
         batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
         notes = []

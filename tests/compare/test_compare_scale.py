@@ -247,6 +247,18 @@ def test_engine_flags_beside_another_executor_are_refused(cwd, extra, message):
     assert sorted(p.name for p in cwd.iterdir()) == ["tiny.txt"]
 
 
+def test_eval_name_of_a_held_out_set_is_refused_before_training(cwd, monkeypatch):
+    # before: every run trained, then bits.py refused it (or, earlier, the set silently replaced doc-1)
+    calls = []
+    stand_in(monkeypatch, calls)
+    (cwd / "good.txt").write_text("hello\n")
+    # the stand-in data.py writes a valid.txt of one document: the held-out text's one set is doc-1
+    done = call_tool("compare", *BASE, "--eval", "doc-1=good.txt", cwd=cwd)
+    assert done.returncode == 2, done.stderr
+    assert "'doc-1' is already a set of the held-out text" in one_error_line(done.stderr, "compare.py")
+    assert [tool for tool, _ in calls if tool != "data.py"] == []  # nothing trained
+
+
 def test_bad_log_is_refused_before_any_work(cwd, monkeypatch):
     calls = []
     stand_in(monkeypatch, calls)
