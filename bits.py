@@ -20,7 +20,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from storygpt.cli import ToolParser, check_ranges
+from storygpt.cli import ToolParser, check_output, check_ranges
 
 DEFAULT_CHARS = 2_000_000
 
@@ -353,6 +353,8 @@ RANGES = {
     "batch_size": (1, None),
     "chars": (0, None),
     "html_chars": (1, None),
+    "perturb_seed": (0, 2**32 - 1),  # numpy's seed range
+    "block_chars": (1, None),
 }
 
 
@@ -362,7 +364,15 @@ def texts_to_measure(args, loaded, eval_sets):
     from storygpt.compare.measure import texts_of
 
     docs, source = load_text(args, loaded)
-    texts = texts_of(docs, Path(source), named=not args.text) + texts_of(eval_sets=eval_sets)
+    texts = texts_of(docs, Path(source), named=not args.text)
+    held = {name for name, _ in texts[0].sets}
+    for s in eval_sets:  # one name per figure: an --eval set must not replace a set of the held-out text
+        if s.name in held:
+            raise ValueError(
+                f"--eval {s.name}={s.path}: {s.name!r} is already a set of the held-out text "
+                f"({', '.join(sorted(held))}); choose another NAME"
+            )
+    texts += texts_of(eval_sets=eval_sets)
     return texts, ", ".join([source, *(f"{s.name}={s.path}" for s in eval_sets)])
 
 
@@ -384,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--save-losses {args.save_losses}: give exactly one checkpoint (and no --diff)")
     if args.html and not args.diff:
         parser.error("--html colours the difference of --diff A B; give --diff")
+    for flag, path in (("--json", args.json), ("--save-losses", args.save_losses), ("--html", args.html)):
+        check_output(parser, flag, path)
     try:
         if args.text and Path(args.text).is_dir():
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
@@ -414,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt.evaluate import count_characters
         from storygpt.runtime import pick_dtype, resolve_device
 
+        if args.diff and resolve_checkpoint(args.diff[0]).resolve() == resolve_checkpoint(args.diff[1]).resolve():
+            raise ValueError(f"--diff {args.diff[0]} {args.diff[1]}: the same checkpoint twice")
         device = resolve_device(args.device)
         paths = []
         for p in (resolve_checkpoint(p) for p in [*args.checkpoints, *(args.diff or [])]):
@@ -533,8 +547,6 @@ def main(argv: list[str] | None = None) -> int:
         diff_text = diff_json = None
         if args.diff:
             pa, pb = diff_paths
-            if pa == pb:
-                raise ValueError(f"--diff {args.diff[0]} {args.diff[1]}: the same checkpoint twice")
             counts, where = training_word_counts(loaded[pa][2], loaded[pb][2])
             diff_text, diff_json = diff_section(
                 run_name(pa, paths),

@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
+    executors.check_engine_flags(parser, args)
     from storygpt.compare.tasks_section import check_arguments as check_task_arguments
 
     check_task_arguments(parser, args)

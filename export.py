@@ -60,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ExportError, FileNotFoundError, ValueError, ImportError) as e:
         print(f"export.py: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a folder not writable, a full disk: nothing of the export is left (storygpt.export)
+        where = e.filename if e.filename is not None else args.out
+        print(
+            f"export.py: error: cannot write {args.out}: {e.strerror or e} ({where}); nothing written", file=sys.stderr
+        )
+        return 1
     except KeyboardInterrupt:
         print("\nexport.py: interrupted", file=sys.stderr)
         return 130

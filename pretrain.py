@@ -123,8 +123,8 @@ RANGES |= recipes.flag_ranges()
 RANGES |= {
     "minutes": (0, None, "strict"),
     "seed": (0, 2**63 - 1),
-    "dropout": (None, None),
-    "rope_theta": (None, None),
+    "dropout": (0, None),  # and below 1 (parse)
+    "rope_theta": (0, None, "strict"),
 }
 
 
@@ -146,6 +146,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     args = parser.parse_args(argv)
     explicit = set(vars(build_parser(suppress_defaults=True).parse_args(argv)))
     check_ranges(parser, args, RANGES)
+    if args.dropout is not None and args.dropout >= 1:
+        parser.error(f"--dropout must be below 1 (a probability of zeroing), got {args.dropout}")
     if args.preset is not None:
         try:
             vars(args).update({k: v for k, v in preset(args.preset).items() if k not in explicit})
@@ -169,6 +171,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
         args.log = list(tracking.parse_kinds(args.log))
     except (ValueError, tracking.TrackingError) as e:
         parser.error(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e))
+    from storygpt.data.evalsets import read_eval_sets
+
+    try:  # a usage error (exit 2); session() reads them again, cut to --eval-chars
+        read_eval_sets(args.eval)
+    except ValueError as e:
+        parser.error(str(e))
     return args, explicit
 
 

@@ -59,6 +59,22 @@ def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace, rang
             parser.error(f"{flag} must be {'>' if strict else '>='} {low}, got {value}")
 
 
+def check_output(parser: argparse.ArgumentParser, flag: str, path, folder: bool = False) -> None:
+    """Stop with ``parser.error`` (exit 2) when ``path`` (the value of ``flag``) cannot be written: a file
+    above it (``afile/x.json``), or ``path`` itself of the other kind (a folder for a file, ``folder`` False;
+    a file for a folder).  Checked before any work, so nothing is measured only to fail at the end."""
+    if path is None or path == "-":
+        return
+    path = Path(path)
+    for above in path.parents:
+        if above.exists():
+            if not above.is_dir():
+                parser.error(f"{flag} {path}: {above} is not a folder")
+            break
+    if path.exists() and path.is_dir() != folder:
+        parser.error(f"{flag} {path}: {'not a folder' if folder else 'is a folder, not a file'}")
+
+
 def table_parser(
     prog: str, description: str, groups: dict, choices: dict, suppress_defaults: bool = False
 ) -> argparse.ArgumentParser:

@@ -27,10 +27,12 @@ def parse_kinds(value: str | None) -> list[str]:
     """``"typos,case"`` -> ``["typos", "case"]``.
 
     Raises:
-        ValueError: an unknown kind, or one named twice (one line naming it and the known kinds).
+        ValueError: an unknown kind, one named twice, or none (``""``; one line naming it and the known kinds).
     """
-    if not value:
+    if value is None:
         return []
+    if not value.strip():
+        raise ValueError(f"--perturb {value!r}: no perturbation named (known: {', '.join(KINDS)})")
     out = []
     for k in value.split(","):
         k = k.strip()

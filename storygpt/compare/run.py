@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -261,12 +262,36 @@ def check_arguments(args) -> None:
         raise CompareError(f"--train-file {args.train_file}: no such file")
     from storygpt.compare.perturb import parse_kinds
     from storygpt.data.evalsets import read_eval_sets
+    from storygpt.train import tracking
 
     try:  # every --eval file and --perturb kind is checked before anything runs
         parse_kinds(args.perturb)
         read_eval_sets(args.eval)
     except ValueError as e:
         raise CompareError(str(e)) from None
+    try:  # --log: each run's pretrain.py would refuse it only after the data is prepared
+        tracking.parse_kinds(args.log)
+    except (ValueError, tracking.TrackingError) as e:
+        raise CompareError(f"--log {args.log}: {e}" if isinstance(e, ValueError) else str(e)) from None
+
+
+def check_eval_names(args, data_dir: Path, bits_chars: int) -> None:
+    """Refuse an --eval NAME that bits.py would refuse after training: a set of the held-out text measured
+    (its works' names, or doc-N), known once the data is prepared."""
+    if not args.eval or not (data_dir / "valid.txt").is_file():
+        return
+    from storygpt.compare.measure import texts_of
+    from storygpt.data.evalsets import read_eval_sets
+    from storygpt.evaluate import read_documents, take_characters
+
+    valid = data_dir / "valid.txt"
+    held = {name for name, _ in texts_of(take_characters(read_documents(valid), bits_chars or None), valid)[0].sets}
+    for s in read_eval_sets(args.eval):
+        if s.name in held:
+            raise CompareError(
+                f"--eval {s.name}={s.path}: {s.name!r} is already a set of the held-out text "
+                f"({', '.join(sorted(held))}); choose another NAME"
+            )
 
 
 def chosen_threads(args, settings: Settings, shape, vocab_sizes: list[int]) -> int | None:
@@ -299,8 +324,10 @@ def parse_sizes(args) -> list[str]:
     Raises:
         CompareError: an unknown or repeated preset, or --sizes beside --preset or a shape flag.
     """
-    if not args.sizes:
+    if args.sizes is None:
         return []
+    if not args.sizes.strip():
+        raise CompareError(f"--sizes {args.sizes!r}: no preset named; known: {', '.join(PRESETS)}")
     sizes = [s.strip() for s in args.sizes.split(",")]
     for i, s in enumerate(sizes):
         if s not in PRESETS:
@@ -364,6 +391,11 @@ def cluster_engine(args, report_dir: Path):
     Raises:
         CompareError: a missing extra, an unreachable --ray-address, a setting submitit refuses (one line).
     """
+    made = None  # submitit makes its log folder at once: the topmost folder it makes is removed after a refusal
+    for folder in (report_dir, *report_dir.parents):
+        if folder.exists():
+            break
+        made = folder
     try:
         if args.executor == "ray":
             slot = executors.Slot(args.threads or 1, args.device, args.ray_gpus)
@@ -379,6 +411,8 @@ def cluster_engine(args, report_dir: Path):
             )
             return executors.SlurmEngine(report_dir.resolve() / "slurm", options, HERE)
     except executors.RunFailed as e:
+        if made is not None and made.is_dir():
+            shutil.rmtree(made)
         raise CompareError(str(e)) from None
     return None
 
@@ -513,6 +547,7 @@ def compare(args, argv: list[str]) -> int:
             t1 = time.perf_counter()
             if prepare_data(first, args, settings, data_dir):
                 print(f"data for {spec}: {duration_since(t1)}", flush=True)
+        check_eval_names(args, data_dir, settings.bits_chars)
         warmup = pretrain_setting(pretrain_args, "--warmup-steps", warmup_of(settings.recipe_parts))
         batch = settings.batch_size or pretrain_setting(pretrain_args, "--batch-size", PRETRAIN_BATCH)
         notes = []

@@ -116,10 +116,10 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
     model, tok, ckpt = load_checkpoint(str(source), device="cpu")
     path = source
     made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]  # removed again if the export fails
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    done = False
+    tmp, done = None, False
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
         hf_dir = tmp / "hf" if fmt == "gguf" else tmp
         hf_dir.mkdir(exist_ok=True)
         arch = write_hf(model, tok, hf_dir)
@@ -137,8 +137,9 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         done = True
         return {"path": out, "checkpoint": path, "format": fmt, "architecture": gguf_arch, "files": (out.name,)}
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(tmp)
         for folder in [] if done else made:  # deepest first: nothing is left of a refused export
             with contextlib.suppress(OSError):
                 folder.rmdir()

@@ -55,8 +55,9 @@ def check_arguments(parser, args) -> None:
         return
     if args.task_items < 1:
         parser.error(f"--task-items must be at least 1, got {args.task_items}")
-    if args.task_dir and Path(args.task_dir).exists() and not Path(args.task_dir).is_dir():
-        parser.error(f"--task-dir {args.task_dir}: not a folder")
+    from storygpt.cli import check_output
+
+    check_output(parser, "--task-dir", args.task_dir, folder=True)
     if args.task_data and not Path(args.task_data).is_dir():
         parser.error(f"--task-data {args.task_data}: no such folder")
     try:

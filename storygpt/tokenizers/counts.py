@@ -4,8 +4,8 @@ BPE training counts the distinct pre-tokenization chunks (linear, parallel), the
 loop on them; these functions cut training between the two::
 
     counts = merge_counts(count_shard([path], pattern="gpt4") for path in shard_paths)
-    write_counts("counts.tsv.gz", counts, pattern="gpt4")
-    tok = train_from_counts(read_counts("counts.tsv.gz"), 8192)    # or: python data.py --counts ...
+    write_counts("counts.tsv.gz", counts)                         # the pattern travels in the counts
+    tok = train_from_counts(read_counts("counts.tsv.gz"), 8192)    # or: python data.py --counts counts.tsv.gz
 
 The merges equal :func:`~storygpt.tokenizers.bpe.train_bpe`'s on the shards as separate texts.
 The counts file format and a Ray Data example: docs/tokenizers.md, "Training from counts".

@@ -80,18 +80,30 @@ def encode_heldout(tokenizer, docs: list[str], block_size: int, groups: list[tup
     )
 
 
+class SetNameError(ValueError):
+    """An --eval NAME that is already the name of a set of the held-out text."""
+
+
 def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int, eval_sets=()) -> HeldOut:
     """Read, cut and encode the held-out slice; its sets are its held-out works (storygpt/data/evalsets.py).
     ``eval_sets`` (storygpt.data.evalsets.EvalSet, already read) become its ``extra`` texts.
 
     Raises:
         FileNotFoundError / ValueError: naming ``valid_txt`` (missing, not UTF-8, no text).
+        SetNameError: an ``eval_sets`` name that is already one of the held-out works' names.
     """
     from storygpt.data.evalsets import default_groups, heldout_work_names
     from storygpt.evaluate import read_documents, take_characters
 
     docs = take_characters(read_documents(valid_txt), eval_chars)
     groups = default_groups(len(docs), heldout_work_names(valid_txt.parent, len(docs)))
+    held = {name for name, _ in groups}
+    for s in eval_sets:  # one name per figure in metrics.jsonl: an --eval set must not replace a held-out one
+        if s.name in held:
+            raise SetNameError(
+                f"--eval {s.name}={s.path}: {s.name!r} is already a set of the held-out text "
+                f"({', '.join(sorted(held))}); choose another NAME"
+            )
     h = encode_heldout(tokenizer, docs, block_size, groups)
     extra = tuple(
         encode_heldout(tokenizer, s.documents, block_size, [(s.name, list(range(len(s.documents))))]) for s in eval_sets

@@ -17,7 +17,7 @@ from storygpt.cli import show
 from storygpt.model.optim import OptimConfig
 from storygpt.runtime import Dist, StopFlag, autocast_for, fastest_threads
 from storygpt.train import resume
-from storygpt.train.inputs import HeldOut, fixed_windows, heldout_slice, load_data, windows_to_batch
+from storygpt.train.inputs import HeldOut, SetNameError, fixed_windows, heldout_slice, load_data, windows_to_batch
 from storygpt.train.loop import Budgets, Hyper, Live, Run, TrainState, build_optimizer, run
 from storygpt.train.runfolder import MetricsLog, RunError, RunFiles, remove_leftovers, summary
 
@@ -69,6 +69,8 @@ def load_run_data(
     try:
         heldout = heldout_slice(tokenizer, data_dir / "valid.txt", eval_chars, block_size, eval_sets)
         return tokenizer, train, heldout
+    except SetNameError as e:
+        raise RunError(str(e)) from None
     except (OSError, ValueError) as e:
         raise RunError(f"{e} (the held-out text of --data; run data.py again)") from None
 

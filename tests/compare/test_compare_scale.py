@@ -201,6 +201,7 @@ def test_sizes_bad_input(cwd):
     for extra, message in [
         (["--sizes", "tiny,huge"], "--sizes: unknown preset 'huge'; known: tiny, small"),
         (["--sizes", "tiny,tiny"], "--sizes: tiny is given twice"),
+        (["--sizes", ""], "--sizes '': no preset named; known: tiny, small"),  # was: silently no sizes
         (["--sizes", "tiny,small", "--n-layer", "2"], "--sizes names the model shapes: drop --n-layer"),
     ]:
         done = call_tool("compare", *BASE, *extra, cwd=cwd)
@@ -225,6 +226,54 @@ def test_cluster_settings_are_refused_before_any_work(cwd):
     assert done.returncode == 2
     assert "submitit refused the settings: Unknown argument 'gpu'" in one_error_line(done.stderr, "compare.py")
     assert not (cwd / "data").exists() and not (cwd / "checkpoints").exists()
+    assert not (cwd / "reports").exists()  # submitit's log folder is not left behind
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (
+            ["--ray-address", "1.2.3.4:6379"],
+            "--ray-address is a setting of --executor ray; these runs go to --executor local",
+        ),
+        (["--executor", "ray", "--slurm-time", "5"], "--slurm-time is a setting of --executor slurm"),
+        (["--executor", "slurm", "--ray-gpus", "1"], "--ray-gpus is a setting of --executor ray"),
+    ],
+)
+def test_engine_flags_beside_another_executor_are_refused(cwd, extra, message):
+    # before: ignored without a word (the runs trained here, not on the cluster the user named)
+    done = call_tool("compare", *BASE, *extra, cwd=cwd)
+    assert done.returncode == 2 and message in one_error_line(done.stderr, "compare.py")
+    assert sorted(p.name for p in cwd.iterdir()) == ["tiny.txt"]
+
+
+def test_eval_name_of_a_held_out_set_is_refused_before_training(cwd, monkeypatch):
+    # before: every run trained, then bits.py refused it (or, earlier, the set silently replaced doc-1)
+    calls = []
+    stand_in(monkeypatch, calls)
+    (cwd / "good.txt").write_text("hello\n")
+    # the stand-in data.py writes a valid.txt of one document: the held-out text's one set is doc-1
+    done = call_tool("compare", *BASE, "--eval", "doc-1=good.txt", cwd=cwd)
+    assert done.returncode == 2, done.stderr
+    assert "'doc-1' is already a set of the held-out text" in one_error_line(done.stderr, "compare.py")
+    assert [tool for tool, _ in calls if tool != "data.py"] == []  # nothing trained
+
+
+def test_bad_log_is_refused_before_any_work(cwd, monkeypatch):
+    calls = []
+    stand_in(monkeypatch, calls)
+    done = call_tool("compare", *BASE, "--log", "bogus", cwd=cwd)
+    assert done.returncode == 2, done.stderr
+    assert "--log bogus: unknown tracker 'bogus'" in one_error_line(done.stderr, "compare.py")
+    assert calls == [] and sorted(p.name for p in cwd.iterdir()) == ["tiny.txt"]
+
+
+def test_failed_run_names_its_log_once(cwd, monkeypatch):
+    stand_in(monkeypatch, [], behave=lambda tool, args: 3 if tool == "pretrain.py" else None)
+    done = call_tool("compare", *BASE, "--jobs", "2", cwd=cwd)
+    assert done.returncode == 1
+    failed = [line for line in done.stdout.splitlines() if ": failed: " in line]
+    assert len(failed) == 2 and all(line.count("(log: ") == 1 for line in failed), done.stdout
 
 
 # ------------------------------------------------------------------ real tiny runs (slow)

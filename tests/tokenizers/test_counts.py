@@ -167,3 +167,22 @@ def test_data_py_counts_bad_input_writes_nothing(tiny_run, tmp_path):
         assert done.returncode == status, done.stderr
         assert message in one_error_line(done.stderr, "data.py")
         assert not out.exists()
+
+
+def test_module_docstring_example_runs(tmp_path, monkeypatch):
+    # before: its write_counts(..., pattern="gpt4") was a TypeError (the pattern travels in the counts)
+    import warnings
+
+    from storygpt.tokenizers import counts as module
+
+    example = module.__doc__.split("::\n", 1)[1].split("\n\n", 1)[0]
+    shard_paths = []
+    for i in range(2):
+        shard_paths.append(tmp_path / f"shard{i}.txt")
+        shard_paths[-1].write_text(corpus_text(3 + i), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    scope = {**vars(module), "shard_paths": shard_paths}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # 8192 is more than these shards hold
+        exec(compile("\n".join(line.split("#")[0].strip() for line in example.splitlines()), "example", "exec"), scope)
+    assert scope["tok"].merges and (tmp_path / "counts.tsv.gz").is_file()

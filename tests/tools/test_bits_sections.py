@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,16 +73,27 @@ def test_named_sets_macro_micro(runs, tmp_path):
         (["--eval", "x={LATIN1}"], "not UTF-8"),
         (["--eval", "x={GOOD}", "--eval", "x={GOOD}"], "'x' is given twice"),
         (["--perturb", "typos,shouting"], "unknown perturbation 'shouting'"),
+        (["--perturb", ""], "no perturbation named"),
+        (["--perturb", "case", "--perturb-seed", "-1"], "--perturb-seed must be"),
+        (["--block-chars", "0", "--json"], "--block-chars must be >= 1"),
+        (["--diff", "{CKPT}", "{CKPT}"], "the same checkpoint twice"),
+        (["--diff", "{CKPT}", "{RUN}"], "the same checkpoint twice"),  # the run folder and its ckpt.pt
+        (["--save-losses", "{GOOD}/x.npz"], "good.txt is not a folder"),  # was a traceback after measuring
+        (["--json", "{GOOD}/x.json"], "good.txt is not a folder"),  # was refused after measuring
+        (["--tasks", "cloze", "--task-dir", "{GOOD}/t"], "good.txt is not a folder"),  # was a traceback
     ],
 )
 def test_bad_input_is_one_line_before_any_model_loads(runs, tmp_path, monkeypatch, argv, words):
     import storygpt
+    from storygpt.checkpoint import resolve_checkpoint
 
     files = {"MISSING": tmp_path / "missing.txt", "EMPTY": tmp_path / "empty.txt", "LATIN1": tmp_path / "l.txt"}
     files["GOOD"] = tmp_path / "good.txt"
     files["EMPTY"].write_text("")
     files["LATIN1"].write_bytes(b"caf\xe9\n")
     files["GOOD"].write_text("hello\n")
+    files["RUN"] = Path(runs["bpe"]).parent  # a run folder, and the checkpoint file it stands for
+    files["CKPT"] = resolve_checkpoint(files["RUN"])
     argv = [a.format(**files) for a in argv]
 
     def no_load(*a, **k):
@@ -91,6 +103,18 @@ def test_bad_input_is_one_line_before_any_model_loads(runs, tmp_path, monkeypatc
     rc, out, err = bits(runs["bpe"], *argv)
     assert rc == 2
     assert words in one_error_line(err, "bits.py")
+
+
+def test_eval_name_of_a_held_out_set_is_refused(runs, tmp_path):
+    # before: --eval doc-1=FILE silently replaced the held-out text's own set doc-1 (and its macro mean)
+    good = tmp_path / "good.txt"
+    good.write_text("hello\n")
+    rc, out, err = bits(runs["bpe"], "--json")
+    assert rc == 0, err
+    name = next(iter(json.loads(out)["results"][0]["sets"]))
+    rc, out, err = bits(runs["bpe"], "--eval", f"{name}={good}")
+    assert rc == 2
+    assert f"'{name}' is already a set of the held-out text" in one_error_line(err, "bits.py")
 
 
 def test_diff_attribution_adds_up_and_html(runs, tmp_path):

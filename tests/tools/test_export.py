@@ -278,6 +278,25 @@ def test_cli_exports_and_refuses_in_one_line(exported, tmp_path, capsys):
         assert end in one_error_line(capsys.readouterr().err, "export.py")
 
 
+def test_cli_unwritable_target_is_one_line_and_nothing_left(exported, tmp_path, capsys, monkeypatch):
+    # before: a PermissionError traceback (root ignores file modes, so the write itself is made to fail)
+    import tempfile
+
+    spec = importlib.util.spec_from_file_location("export_cli", REPO / "export.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+
+    def refused(*a, dir=None, **k):
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    out = tmp_path / "ro" / "hf"
+    assert cli.main([str(exported["word"]["ckpt"]), str(out)]) == 1
+    line = one_error_line(capsys.readouterr().err, "export.py")
+    assert f"cannot write {out}: Permission denied ({tmp_path / 'ro'})" in line
+    assert list(tmp_path.iterdir()) == []  # the folder made above OUT is removed again
+
+
 def test_cli_checks_its_paths_before_importing_torch(tmp_path, capsys, monkeypatch):
     """A wrong CKPT or OUT is refused by ``check_paths`` before the exporter (and torch) is imported."""
     from storygpt.export.destination import check_paths

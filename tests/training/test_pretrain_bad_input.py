@@ -50,6 +50,18 @@ def test_pretrain_non_finite_floats(tiny_run):
 
 
 @pytest.mark.parametrize(
+    "flag,value,words",
+    [("--rope-theta", "0", "--rope-theta must be > 0"), ("--dropout", "1", "--dropout must be below 1")],
+)
+def test_pretrain_model_flags_refused_as_usage_errors(tiny_run, flag, value, words):
+    # before: exit 1 after the data was read, 'GPTConfig.rope_theta must be positive ... (check --n-layer/...)'
+    done = run_pretrain(tiny_run, *BPE300, flag, value, "--max-steps", "1", "--run-name", "refused")
+    assert done.returncode == 2, done.stderr
+    assert words in one_error_line(done.stderr, "pretrain.py")
+    assert not (tiny_run["root"] / "ck2" / "tiny" / "refused").exists()
+
+
+@pytest.mark.parametrize(
     "device,words", [("banana", "not a device name"), ("cuda:99", r"(CUDA is not available|only \d+ CUDA)")]
 )
 def test_pretrain_bad_device(tiny_run, device, words):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from pretrain_runs import make_corpus, rows, run, run_refused
+from conftest import call_tool, one_error_line
+from pretrain_runs import TINY_FLAGS, make_corpus, rows, run, run_refused
 
 from storygpt.checkpoint import load_checkpoint
 from storygpt.evaluate import count_bytes, evaluate_bits, read_documents, take_characters
@@ -53,3 +54,15 @@ def test_bad_eval_is_one_line_and_nothing_written(tmp_path):
     )
     assert "'a' is given twice" in err
     assert not (tmp_path / "ck").exists()
+    done = call_tool("pretrain", "--data", data, "--out-dir", tmp_path / "ck", *TINY_FLAGS, "--eval", "x")
+    assert done.returncode == 2, done.stderr  # a usage error, as bits.py and compare.py (was 1)
+    assert "--eval x: expected NAME=PATH" in one_error_line(done.stderr, "pretrain.py")
+
+
+def test_eval_name_of_a_held_out_set_is_refused(tmp_path):
+    # before: --eval doc-1=FILE replaced the held-out text's own set doc-1 in metrics.jsonl (and its macro mean)
+    data = make_corpus(tmp_path)
+    (tmp_path / "good.txt").write_text("the cat sat.\n")
+    err = run_refused(data, tmp_path / "ck", "--max-steps", "2", "--eval", f"doc-1={tmp_path / 'good.txt'}")
+    assert "'doc-1' is already a set of the held-out text" in one_error_line(err, "pretrain.py")
+    assert not (tmp_path / "ck").exists()  # no run folder left behind
