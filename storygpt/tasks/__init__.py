@@ -9,7 +9,7 @@ scores, paired intervals), :mod:`~storygpt.tasks.run` and :mod:`~storygpt.tasks.
 
 from __future__ import annotations
 
-EXTRA_HINT = "pip install -e .[tasks]"
+EXTRA_HINT = "pip install -e .[tasks] (or pip install lm-eval)"
 
 
 class TaskError(ValueError):
