@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="with --json: also record the cross-entropy of every block of N held-out characters (the blocks "
-        "compare.py's paired bootstrap resamples; storygpt/compare/heldout.py) and the tokenizer's own measures "
+        "compare.py's paired bootstrap resamples) and the tokenizer's own measures "
         "(Renyi efficiency, vocabulary share used, mean token bytes)",
     )
     ap.add_argument(

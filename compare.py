@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=RECIPE_DEFAULT,
         choices=list(RECIPES),
         help="pretrain.py --recipe for every run: modern or gpt2 (forwarded as it is, so it names the folder of "
-        "runs, with the recipe's parts, and is recorded; see FORWARDED in storygpt/compare/run.py)",
+        "runs, with the recipe's parts, and is recorded in the report)",
     )
     g.add_argument(
         "--eval-interval",

@@ -22,7 +22,7 @@ TASKS_FILE = "tasks.json"
 
 
 def add_arguments(p) -> None:
-    g = p.add_argument_group("tasks (needs lm-eval: pip install -e .[tasks])")
+    g = p.add_argument_group("tasks (needs lm-eval: pip install -e .[tasks] or pip install lm-eval)")
     g.add_argument(
         "--tasks",
         metavar="NAME[,NAME]",

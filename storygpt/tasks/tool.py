@@ -10,7 +10,7 @@ from storygpt.tasks import TaskError, catalog, made
 
 
 def add_arguments(ap) -> None:
-    g = ap.add_argument_group("tasks (issue 34; needs lm-eval: pip install -e .[tasks])")
+    g = ap.add_argument_group("tasks (needs lm-eval: pip install -e .[tasks] or pip install lm-eval)")
     g.add_argument(
         "--tasks",
         metavar="NAME[,NAME]",
