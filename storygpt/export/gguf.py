@@ -125,7 +125,7 @@ def write_gguf(hf_folder: str | Path, path: str | Path, name: str | None = None)
     tj = json.loads((hf_folder / "tokenizer.json").read_text(encoding="utf-8"))
     model_type = config["model_type"]
     if model_type in NO_GGUF:
-        raise ExportError(f"no GGUF for this model: {NO_GGUF[model_type]}")
+        raise ExportError(f"no GGUF for this model: {NO_GGUF[model_type]}; train with --recipe gpt2 for a GGUF export")
     if model_type not in GGUF_ARCH:
         raise ExportError(f"llama.cpp has no architecture for a {model_type!r} model")
     pre = llama_cpp_pre(tj)

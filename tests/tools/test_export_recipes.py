@@ -203,8 +203,25 @@ def test_nanochat_refuses_embedding_rows_its_norm_cannot_give_back(modern, tmp_p
 )
 def test_gguf_refuses_the_modern_architectures(modern, tmp_path, name, why):
     pytest.importorskip("gguf", reason="gguf is not installed (pip install -e .[interop])")
-    with pytest.raises(ExportError, match=why):
+    with pytest.raises(ExportError, match=why) as refused:
         export(modern[name]["ckpt"], tmp_path / "m.gguf", fmt="gguf")
+    assert str(refused.value).endswith("; train with --recipe gpt2 for a GGUF export")  # the way forward
     with pytest.raises(ExportError, match=why):  # the folders it made for OUT are removed again
         export(modern[name]["ckpt"], tmp_path / "new" / "deeper" / "m.gguf", fmt="gguf")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("model_type", ["nanochat", "qwen3", "llama"])
+def test_gguf_refusal_names_the_way_forward(tmp_path, model_type):
+    """The refusal, read from a transformers folder's config alone: why, then the recipe that exports."""
+    pytest.importorskip("gguf", reason="gguf is not installed (pip install -e .[interop])")
+    pytest.importorskip("safetensors", reason="safetensors is not installed (pip install -e .[interop])")
+    from storygpt.export.gguf import NO_GGUF, write_gguf
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}), encoding="utf-8")
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ExportError) as refused:
+        write_gguf(tmp_path, tmp_path / "m.gguf")
+    expected = f"no GGUF for this model: {NO_GGUF[model_type]}; train with --recipe gpt2 for a GGUF export"
+    assert str(refused.value) == expected
+    assert not (tmp_path / "m.gguf").exists()
