@@ -1,4 +1,4 @@
-"""Vocabulary health of a trained run: the tokens its model could not learn at its budget.
+"""Vocabulary health of a trained run: the tokens its training tokens hold never or too seldom to learn.
 
 * never / rarely seen (below :data:`RARE`) in ``train-SLUG.bin``, and their share of the held-out
   tokens (Land & Bartolo 2024, "Fishing for Magikarp");
@@ -110,8 +110,8 @@ def format_health(name: str, h: dict) -> str:
     """One run's vocabulary health in two lines."""
     line = (
         f"{name}: {h['never_seen']:,} of {h['vocab_size']:,} tokens never seen in training, {h['rarely_seen']:,} "
-        f"seen 1-{h['rare_below'] - 1} times ({h['unlearned_share']:.1%} of the vocabulary not learned at this "
-        f"budget); held-out tokens through them: {h['heldout_share_never_seen']:.3%} never, "
+        f"seen 1-{h['rare_below'] - 1} times ({h['unlearned_share']:.1%} of the vocabulary never or rarely seen in "
+        f"the training tokens); held-out tokens through them: {h['heldout_share_never_seen']:.3%} never, "
         f"{h['heldout_share_rarely_seen']:.3%} rarely seen"
     )
     if h.get("embedding_norm_seen") is not None:

@@ -344,3 +344,8 @@ def test_vocab_health_counts_and_norms(tmp_path):
     assert h["embedding_norm_seen"] == pytest.approx((5 + 1 + 2 + 1) / 4)
     assert h["unlearned_share"] == pytest.approx(3 / 6)
     assert h["never_seen_examples"] == ["t3", "t5"]
+    # a token absent from the training tokens is not blamed on the training budget
+    line = vocab_health.format_health("run", h).splitlines()[0]
+    assert line.startswith("run: 2 of 6 tokens never seen in training, 1 seen 1-9 times (50.0% of the vocabulary ")
+    assert "never or rarely seen in the training tokens); held-out tokens through them: 50.000% never" in line
+    assert "budget" not in line
