@@ -24,7 +24,14 @@ from storygpt.cli import ToolParser, check_ranges
 from storygpt.compare import executors
 from storygpt.compare.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.compare.run import PROG, compare, rerun
-from storygpt.compare.settings import DEFAULT_BITS_CHARS, DEFAULT_BUDGET_FLOPS, DEFAULT_SPECS, EVALS_PER_RUN, number
+from storygpt.compare.settings import (
+    DEFAULT_BITS_CHARS,
+    DEFAULT_BUDGET_FLOPS,
+    DEFAULT_PERTURB,
+    DEFAULT_SPECS,
+    EVALS_PER_RUN,
+    number,
+)
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model.recipes import DEFAULT as RECIPE_DEFAULT
 from storygpt.model.recipes import RECIPES
@@ -150,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_BITS_CHARS,
         metavar="N",
         help="held-out characters bits.py measures, the first N of the validation split, the same for every run "
-        "(0: all of it)",
+        "(default 0: all of it, so that each held-out work is an evaluation set; 4 works, 528,114 characters on "
+        "Shakespeare)",
     )
     g.add_argument(
         "--block-chars",
@@ -170,8 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--perturb",
         metavar="KINDS",
-        help="also measure noisy copies of the held-out text (typos,case,spaces,unicode; bits.py --perturb): the "
-        "report's robustness section, one more forward pass per kind and run",
+        default=DEFAULT_PERTURB,
+        help="noisy copies of the held-out text every run is also measured on, for the report's robustness "
+        "section (bits.py --perturb; one more forward pass per kind and run). Default: all four kinds, "
+        f"{DEFAULT_PERTURB}; none: no copies",
     )
     g.add_argument(
         "--bits-per-byte",

@@ -24,12 +24,12 @@ WORD = re.compile(r"[^\W\d_]+")
 
 
 def parse_kinds(value: str | None) -> list[str]:
-    """``"typos,case"`` -> ``["typos", "case"]``.
+    """``"typos,case"`` -> ``["typos", "case"]``; ``None`` and ``"none"`` -> ``[]``.
 
     Raises:
         ValueError: an unknown kind, one named twice, or none (``""``; one line naming it and the known kinds).
     """
-    if value is None:
+    if value is None or value.strip() == "none":
         return []
     if not value.strip():
         raise ValueError(f"--perturb {value!r}: no perturbation named (known: {', '.join(KINDS)})")

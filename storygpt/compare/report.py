@@ -238,6 +238,8 @@ class ReportMeta:
         recipe: the training recipe of every run (pretrain.py --recipe).
         hardware: threads, processes, device and dtype in words (``1 thread x 1 process, cpu, bfloat16``).
         argv: compare.py's arguments (``compare.py --rerun`` runs them again).
+        measurement: how bits.py measured every run (``bits_chars``, ``block_chars``, ``perturb``, ``eval``), so
+            that ``--rerun`` measures the same way after a default changed.
         provenance: what made the report (storygpt version, git commit and whether the tree was dirty,
             torch and Python versions, the held-out text's sha256).
     """
@@ -256,6 +258,7 @@ class ReportMeta:
     recipe: str = ""
     argv: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
+    measurement: dict = field(default_factory=dict)
 
 
 #: RunResult fields left out of results.csv (lists and dicts: they are in results.json).

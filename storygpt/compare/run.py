@@ -23,6 +23,7 @@ from pathlib import Path
 from storygpt.atomic import write_text
 from storygpt.compare import executors, probe, provenance, toolrun
 from storygpt.compare.analysis import MIN_EVALS
+from storygpt.compare.perturb import parse_kinds
 from storygpt.compare.settings import (
     BUDGETS,
     DEFAULT_SHAPE,
@@ -238,13 +239,14 @@ def measure(run: Run, args, settings: Settings, threads) -> None:
         cmd += ["--threads", str(threads)]
     # issue 33: per-character losses for the attribution, vocabulary health, named sets, robustness
     cmd += ["--save-losses", str(run.folder / "losses.npz"), "--vocab-health"]
-    cmd += [f"--eval={e}" for e in args.eval or ()] + ([f"--perturb={args.perturb}"] if args.perturb else [])
+    cmd += [f"--eval={e}" for e in settings.eval] + ([f"--perturb={settings.perturb}"] if settings.perturb else [])
     rc = toolrun.run_tool(cmd, run.log, args.verbose)
     if rc != 0:
         raise tool_failed("bits.py", run, rc)
     record = read_json_or_none(run.folder / "compare.json") or {"spec": str(run.spec), "settings": asdict(settings)}
     record["measured_chars"] = settings.bits_chars
     record["block_chars"] = args.block_chars
+    record["measured_perturb"], record["measured_eval"] = settings.perturb, settings.eval
     write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
 
 
@@ -260,7 +262,6 @@ def check_arguments(args) -> None:
         )
     if args.train_file and not Path(args.train_file).is_file():
         raise CompareError(f"--train-file {args.train_file}: no such file")
-    from storygpt.compare.perturb import parse_kinds
     from storygpt.data.evalsets import read_eval_sets
     from storygpt.train import tracking
 
@@ -509,6 +510,8 @@ def compare(args, argv: list[str]) -> int:
             forwarded=forwarded_flags(args),
             block_chars=args.block_chars,
             recipe_parts=dict(RECIPES.get(args.recipe, {})),
+            perturb=",".join(parse_kinds(args.perturb)) or None,
+            eval=list(args.eval or []),
         )
         out_root = Path(args.out_dir) / settings.key()  # pretrain.py puts a run in OUT_DIR/CORPUS/RUN_NAME
         report_dir = Path(args.reports_dir) / report
@@ -672,6 +675,13 @@ def rerun(report: str, argv: list[str], parser, again) -> int:
     if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
         used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
         old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
+    # measured as the report was: its recorded measurement, else the defaults before 2026-12-05 (the first
+    # 100,000 characters, no noisy copies), not today's defaults
+    done = doc["meta"].get("measurement") or {"bits_chars": 100_000, "perturb": None}
+    if not any(a.startswith("--bits-chars") for a in old):
+        old += ["--bits-chars", str(done.get("bits_chars", 100_000))]
+    if not any(a.startswith("--perturb") and not a.startswith("--perturb-") for a in old):
+        old += ["--perturb", done.get("perturb") or "none"]
     parsed = parser.parse_args(old)
     name = (parsed.report or doc["meta"]["name"]) + "-rerun"
     new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]

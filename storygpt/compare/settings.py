@@ -28,8 +28,11 @@ DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
 DEFAULT_BUDGET_FLOPS = 5e12
 #: The default model shape (pretrain.py's "small" preset and its defaults before presets).
 DEFAULT_SHAPE = {"n_layer": 3, "n_head": 4, "n_embd": 96, "block_size": 128}
-#: Held-out characters bits.py measures per run (0: the whole validation split).
-DEFAULT_BITS_CHARS = 100_000
+#: Held-out characters bits.py measures per run (0: the whole validation split, so that each held-out work
+#: of the corpus is an evaluation set of its own; on Shakespeare 4 works, 528,114 characters).
+DEFAULT_BITS_CHARS = 0
+#: The noisy copies of the held-out text every run is measured on (compare.py --perturb; "none": no copies).
+DEFAULT_PERTURB = "typos,case,spaces,unicode"
 #: Evaluations per run aimed at when compare.py chooses --eval-interval (FLOPs budgets).
 EVALS_PER_RUN = 10
 #: pretrain.py's windows per optimizer step when --batch-size is not given (for the estimate only).
@@ -40,7 +43,7 @@ FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
 
 
 #: Settings that do not change training: left out of the settings' key and of the refusal of a run folder.
-MEASUREMENT = ("data_dir", "bits_chars", "block_chars")
+MEASUREMENT = ("data_dir", "bits_chars", "block_chars", "perturb", "eval")
 
 
 class CompareError(Exception):
@@ -69,6 +72,8 @@ class Settings:
     #: the parts of the forwarded recipe (storygpt/model/recipes.py), so that runs made before a recipe's
     #: default changed (e.g. modern's soft-cap, on until 2026-12-02) are never reused as runs of the new one
     recipe_parts: dict = field(default_factory=dict)
+    perturb: str | None = None  # bits.py --perturb kinds, comma-separated (None: no noisy copies)
+    eval: list = field(default_factory=list)  # bits.py --eval NAME=PATH sets besides the held-out works
 
     def key(self) -> str:
         """``cfg-`` and 8 hex digits of the sha256 of the training settings (not data_dir, not bits_chars)."""
@@ -364,13 +369,15 @@ def finished(run: Run) -> bool:
 
 def measured(run: Run, settings: Settings) -> bool:
     """True when bits.json is newer than the final checkpoint and measured --bits-chars characters in blocks of
-    --block-chars."""
+    --block-chars, with the same --perturb kinds and --eval sets."""
     bits, ckpt = run.folder / "bits.json", run.folder / "ckpt.pt"
     if read_json_or_none(bits) is None or not ckpt.is_file():
         return False
     stored = read_json_or_none(run.folder / "compare.json") or {}
     if stored.get("measured_chars", settings.bits_chars) != settings.bits_chars:
         return False
+    if stored.get("measured_perturb") != settings.perturb or stored.get("measured_eval", []) != settings.eval:
+        return False  # measured before these noisy copies or sets were asked for
     row = ((read_json_or_none(bits) or {}).get("results") or [{}])[0]
     if row.get("block_chars") != settings.block_chars or not row.get("block_nats"):
         return False  # measured before block losses were recorded, or with other blocks
@@ -500,6 +507,7 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
         recipe=args.recipe,
         argv=argv,
         provenance=env,
+        measurement={k: getattr(settings, k) for k in ("bits_chars", "block_chars", "perturb", "eval")},
     )
 
 

@@ -137,12 +137,20 @@ def test_report_and_nothing_rerun(layout):
         assert cmd[cmd.index("--threads") + 1] == "1" and cmd[cmd.index("--seed") + 1] == "1337"
         assert cmd[cmd.index("--budget-flops") + 1] == "1e+11" and cmd[-1] == "--force"
     assert calls[4][1][calls[4][1].index("--block-chars") + 1] == "1000"
+    # by default all of valid.txt (each held-out work a set) and the four noisy copies
+    assert calls[4][1][calls[4][1].index("--chars") + 1] == "0"
+    assert "--perturb=typos,case,spaces,unicode" in calls[4][1]
     again, calls = fake(layout, name="again.jsonl")
     assert again.returncode == 0 and calls == [] and again.stdout.count("done before") == 3
     # other blocks (or another --bits-chars) only measure the runs again
     blocks, calls = fake(layout, "--block-chars", "2500", name="blocks.jsonl")
     assert blocks.returncode == 0 and [t for t, _ in calls] == ["bits.py"] * 3
     assert json.loads((layout["report"] / "results.json").read_text())["results"][0]["block_characters"] == [2500] * 2
+    # so do other --perturb kinds: runs measured with the copies are measured again without them
+    clean, calls = fake(layout, "--block-chars", "2500", "--perturb", "none", name="clean.jsonl")
+    assert clean.returncode == 0 and [t for t, _ in calls] == ["bits.py"] * 3
+    assert not [a for _, c in calls for a in c if a.startswith("--perturb")]
+    assert "## Robustness" not in (layout["report"] / "report.md").read_text()
     fake(layout, name="back.jsonl")  # back to blocks of 1000 for the checks below
 
     rep = layout["report"]
@@ -372,6 +380,29 @@ def test_rerun_trains_again_in_new_folders(layout):
     )
     assert "byte flops1e11 1337" in done.stdout and "+0.0000" in done.stdout
     assert (layout["cwd"] / "reports" / "tiny-flops1e11-rerun" / "report.md").is_file()
+    measured = [c for t, c in recorded(record) if t == "bits.py"]
+    assert all(c[c.index("--chars") + 1] == "0" and "--perturb=typos,case,spaces,unicode" in c for c in measured)
+
+
+def test_rerun_measures_as_the_report_did(layout):
+    """A report from before the measurement was recorded (before 2026-12-05) is measured again with the
+    defaults of its day: the first 100,000 characters, no noisy copies."""
+    assert fake(layout)[0].returncode == 0
+    path = layout["report"] / "results.json"
+    doc = json.loads(path.read_text())
+    assert doc["meta"]["measurement"] == dict(
+        bits_chars=0, block_chars=1000, perturb="typos,case,spaces,unicode", eval=[]
+    )
+    del doc["meta"]["measurement"]
+    path.write_text(json.dumps(doc))
+    record = layout["cwd"] / "old.jsonl"
+    done = compare(layout["cwd"], "--rerun", str(layout["report"]), fault=f"record_tools:{record}")
+    assert done.returncode == 0, done.stderr
+    measured = [c for t, c in recorded(record) if t == "bits.py"]
+    assert len(measured) == 3
+    assert all(
+        c[c.index("--chars") + 1] == "100000" and not any(a.startswith("--perturb") for a in c) for c in measured
+    )
 
 
 def test_eval_interval_estimate():
