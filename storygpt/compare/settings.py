@@ -22,7 +22,8 @@ from storygpt.compare.analysis import BUDGETS, SHORT, budget_kind, budget_to_tra
 from storygpt.compare.report import ReportError, ReportMeta, result_from_files
 from storygpt.compare.report_tables import duration, human, number, sci
 
-#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured).
+#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured
+#: before bits.py measured all of the held-out text and its noisy copies, which add about 3).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
 #: The default budget: training FLOPs per run (docs/compare.md explains the choice).
 DEFAULT_BUDGET_FLOPS = 5e12
