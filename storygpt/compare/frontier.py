@@ -300,6 +300,9 @@ def plot(fronts: Sequence[BudgetFrontier], path, budget_label) -> None:
                 ax.plot(np.exp(grid), np.polyval(curve.optimum.coeffs, grid), "-", color=color, alpha=0.7)
             ax.plot([curve.optimum.params], [curve.optimum.bpc], "*", color=color, markersize=12)
         ax.set_xscale("log")
+        label_ticks(
+            ax.xaxis, [cell.params for bf in fronts for cur in bf.curves if cur.spec == spec for cell in cur.cells]
+        )
         ax.set_title(f"isoFLOP curves: {spec}")
         ax.set_xlabel("parameters")
         ax.set_ylabel("bits per character")
@@ -313,6 +316,7 @@ def plot(fronts: Sequence[BudgetFrontier], path, budget_label) -> None:
                 ax.plot([b, b], c.params_interval, "-", color="gray", alpha=0.5)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    label_ticks(ax.xaxis, [bf.budget for bf in fronts])
     ax.set_title("optimal parameters vs compute")
     ax.set_xlabel("budget")
     ax.set_ylabel("parameters")
@@ -324,6 +328,8 @@ def plot(fronts: Sequence[BudgetFrontier], path, budget_label) -> None:
         ax.annotate(c.spec + ("" if any(bf.winner for bf in fronts if bf.budget == b) else "?"), (b, c.vocab_size))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    label_ticks(ax.xaxis, [bf.budget for bf in fronts])
+    label_ticks(ax.yaxis, [c.vocab_size for _, c in best])
     ax.set_title("optimal vocabulary vs compute (?: cannot tell)")
     ax.set_xlabel("budget")
     ax.set_ylabel("vocabulary size")
@@ -331,3 +337,26 @@ def plot(fronts: Sequence[BudgetFrontier], path, budget_label) -> None:
     with atomic_write(path, "wb") as f:
         fig.savefig(f, format="png", dpi=90)
     plt.close(fig)
+
+
+def label_ticks(axis, values) -> None:
+    """Ticks of a log ``axis`` at ``values`` only (``131k``, ``3e12``): matplotlib's minor labels overlap
+    when the data span about a decade."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    values = sorted({float(v) for v in values if v and v > 0})
+    if not values:
+        return
+    axis.set_major_locator(FixedLocator(values))
+    axis.set_major_formatter(lambda v, _: short_number(v))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def short_number(v: float) -> str:
+    """``131200`` -> ``131k``, ``3e12`` -> ``3e12``, ``2048`` -> ``2048``: a tick label."""
+    if v >= 1e7:
+        return f"{v:.0e}".replace("e+", "e")
+    if v >= 1e4:
+        return f"{v / 1e3:.0f}k" if v < 1e6 else f"{v / 1e6:.1f}M"
+    return f"{v:g}"

@@ -119,3 +119,27 @@ def test_plot_writes_a_png(tmp_path):
     fronts = frontiers(results, replicates=100)
     frontier.plot(fronts, tmp_path / "isoflop.png", lambda b: f"{b:g}")
     assert (tmp_path / "isoflop.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_log_axes_are_labelled_at_the_data_only():
+    # matplotlib's own minor labels overlapped on a decade of budgets (3e11, 1e12, 3e12)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([3e11, 1e12, 3e12], [1, 2, 3])
+    ax.set_xscale("log")
+    frontier.label_ticks(ax.xaxis, [3e12, 3e11, 1e12, 1e12])
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["3e11", "1e12", "3e12"]
+    assert [t.get_text() for t in ax.get_xticklabels(minor=True)] == []
+    plt.close(fig)
+    assert [frontier.short_number(v) for v in (257, 2048, 131_200, 3_277_312, 1e13)] == [
+        "257",
+        "2048",
+        "131k",
+        "3.3M",
+        "1e13",
+    ]
