@@ -668,22 +668,24 @@ def rerun(report: str, argv: list[str], parser, again) -> int:
         print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
         return 2
     old = [a for a in doc["meta"]["argv"]]
-    if len(argv) > 2:
-        others = [a for a in argv if a != report and not a.startswith("--rerun")]
+    others = [a for a in argv if a != report and not a.startswith("--rerun")]
+    if others:
         print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
+        return 2
+    if not isinstance(doc["meta"].get("name", ""), str) or not isinstance(doc.get("results", []), list):
+        print(f"{PROG}: error: --rerun {report}: results.json's meta.name or results is malformed", file=sys.stderr)
+        return 2
+    try:
+        pinned = measurement_flags(doc["meta"].get("measurement"), old)
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: results.json's meta.measurement {e}", file=sys.stderr)
         return 2
     if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
         used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
         old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
-    # measured as the report was: its recorded measurement, else the defaults before 2026-12-05 (the first
-    # 100,000 characters, no noisy copies), not today's defaults
-    done = doc["meta"].get("measurement") or {"bits_chars": 100_000, "perturb": None}
-    if not any(a.startswith("--bits-chars") for a in old):
-        old += ["--bits-chars", str(done.get("bits_chars", 100_000))]
-    if not any(a.startswith("--perturb") and not a.startswith("--perturb-") for a in old):
-        old += ["--perturb", done.get("perturb") or "none"]
+    old += pinned  # later flags win: measured as the report was, whatever today's defaults
     parsed = parser.parse_args(old)
-    name = (parsed.report or doc["meta"]["name"]) + "-rerun"
+    name = (parsed.report or doc["meta"].get("name") or path.parent.name) + "-rerun"
     new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
     rc = again(new_argv)
     if rc != 0:
@@ -697,6 +699,41 @@ def rerun(report: str, argv: list[str], parser, again) -> int:
             d = r["bits_per_char"] - before[key]
             print(f"{' '.join(map(str, key)):<34} {before[key]:.4f}  {r['bits_per_char']:.4f}  {d:+.4f}")
     return 0
+
+
+def measurement_flags(done, argv: list[str]) -> list[str]:
+    """compare.py flags, put after the report's ``argv``, that measure as its ``meta.measurement`` records
+    (``None``: a report from before 2026-12-05, measured by the defaults of then, the first 100,000 characters
+    and no noisy copies, where ``argv`` does not give the flag, abbreviated or not).  --eval sets are in argv.
+
+    Raises:
+        ValueError: a field of the wrong type or range (the message names it).
+    """
+    if done is None:
+        given = {a.split("=")[0] for a in argv if a.startswith("--")}
+        flags = []
+        for flag, then in (("--bits-chars", "100000"), ("--perturb", "none")):
+            if not any(len(g) > 3 and flag.startswith(g) for g in given):
+                flags += [flag, then]
+        return flags
+    if not isinstance(done, dict):
+        raise ValueError(f"is not an object: {done!r}")
+    flags = []
+    for key, flag in (("bits_chars", "--bits-chars"), ("block_chars", "--block-chars")):
+        v = done.get(key)
+        if v is None and key == "block_chars":
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "bits_chars" else 1):
+            raise ValueError(f"{key} {v!r} is not a {'non-negative' if key == 'bits_chars' else 'positive'} integer")
+        flags += [flag, str(v)]
+    perturb = done.get("perturb")
+    if perturb is not None and not isinstance(perturb, str):
+        raise ValueError(f"perturb {perturb!r} is not a string of kinds")
+    try:
+        parse_kinds(perturb)
+    except ValueError as e:
+        raise ValueError(f"perturb: {e}") from None
+    return flags + ["--perturb", perturb or "none"]
 
 
 def duration_since(t0: float) -> str:

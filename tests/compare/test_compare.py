@@ -612,3 +612,36 @@ def test_token_files_made_with_other_bpe_options_are_made_again(tmp_path):
     assert why == "pattern 'gpt4' (this comparison: 'gpt2')"
     (tmp_path / "stats-word-10.json").write_text(json.dumps({"kind": "word", "min_frequency": None}))
     assert stale_token_files(tmp_path, "word-10", []) is None
+
+
+@pytest.mark.parametrize(
+    "measurement, words",
+    [
+        ([1, 2], "meta.measurement is not an object"),
+        ({"bits_chars": "abc", "perturb": None}, "bits_chars 'abc' is not a non-negative integer"),
+        ({"bits_chars": -5, "perturb": None}, "bits_chars -5 is not a non-negative integer"),
+        ({"bits_chars": 0, "perturb": 5}, "perturb 5 is not a string of kinds"),
+        ({"bits_chars": 0, "perturb": "bogus"}, "unknown perturbation 'bogus'"),
+    ],
+)
+def test_rerun_of_a_malformed_measurement_is_one_line(tmp_path, measurement, words):
+    doc = {"meta": {"name": "x", "argv": ["byte", "--budget-flops", "1e9"], "measurement": measurement}, "results": []}
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    err = error_line(compare(tmp_path, "--rerun", str(tmp_path)))
+    assert err.startswith(f"compare.py: error: --rerun {tmp_path}: results.json's ") and words in err
+
+
+def test_rerun_with_another_flag_written_with_equals_is_refused(tmp_path):
+    doc = {"meta": {"name": "x", "argv": ["byte"]}, "results": []}
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    err = error_line(compare(tmp_path, f"--rerun={tmp_path}", "--seeds=3"))
+    assert err == "compare.py: error: --rerun takes no other arguments (got --seeds=3)"
+
+
+def test_rerun_of_an_old_report_keeps_its_own_measurement_flags():
+    from storygpt.compare.run import measurement_flags
+
+    assert measurement_flags(None, ["byte"]) == ["--bits-chars", "100000", "--perturb", "none"]
+    assert measurement_flags(None, ["byte", "--bits-c=5000"]) == ["--perturb", "none"]
+    done = {"bits_chars": 0, "block_chars": 1000, "perturb": "case", "eval": []}
+    assert measurement_flags(done, ["byte"]) == ["--bits-chars", "0", "--block-chars", "1000", "--perturb", "case"]
