@@ -284,7 +284,16 @@ def train_in(
         tokenizer=tokenizer,
         train=train,
         heldout=heldout,
-        hyper=Hyper(a.batch_size, accum, recipe.optim.warmup_steps, a.grad_clip, a.eval_interval, a.seed),
+        hyper=Hyper(
+            a.batch_size,
+            accum,
+            recipe.optim.warmup_steps,
+            a.grad_clip,
+            a.eval_interval,
+            a.seed,
+            recipe.optim.schedule,
+            recipe.optim.decay_fraction,
+        ),
         budgets=Budgets(*(getattr(a, b) for b in BUDGETS)),
         files=files,
         meta={

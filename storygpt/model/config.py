@@ -16,6 +16,7 @@ POSITIONS = ("learned", "rope")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("gelu", "relu2")
 KINDS = ("adamw", "muon")
+SCHEDULES = ("cosine", "wsd")
 
 
 #: The logit soft-cap's range (besides 0, off): float32 logits stay finite inside it.
@@ -194,6 +195,10 @@ class OptimConfig:
             layer, or the tied embedding).
         min_lr_fraction: the end of ``"muon"``'s schedule, as a fraction of each group's peak.
         warmup_steps: steps of the schedule's linear warm-up (storygpt.train.loop.lr_at).
+        schedule: ``"cosine"`` (a half cosine from the peak to the end over the budget) or ``"wsd"``
+            (warm-up, stable, decay: the peak rate, then a linear decay to the end over the budget's last
+            ``decay_fraction``; Hu et al. 2024, "MiniCPM"; Hägele et al. 2024).
+        decay_fraction: ``"wsd"``'s decay, as a fraction of the budget, in (0, 1].
 
     Every group follows one schedule (storygpt.train.loop.lr_at) from its peak rate to its end rate; a rate
     means a learning rate everywhere.  The Newton-Schulz dtype of Muon is not a field: it follows the
@@ -219,7 +224,7 @@ class OptimConfig:
         None, "AdamW peak rate for the output layer (default 0.004*(n_embd/768)^-0.5)", range=(0, None), only="muon"
     )
     gain_lr: float | None = None
-    momentum: float = 0.95
+    momentum: float = part(0.95, "Muon's momentum (Nesterov)", range=(0, 0.999), only="muon")
     matrix_weight_decay: float = part(
         0.0,
         "Muon's decoupled weight decay of block matrices (x(1 - rate*this) a step)",
@@ -234,6 +239,15 @@ class OptimConfig:
     )
     min_lr: float = field(default=3e-4, metadata=only("adamw"))
     warmup_steps: int = part(20, "linear learning-rate warm-up steps (0: none)", {"modern": 5}, range=(0, None))
+    schedule: str = part(
+        "cosine",
+        "after the warm-up: cosine (a half cosine over the budget) or wsd (the peak rate, then a linear "
+        "decay over the budget's last --decay-fraction)",
+        choices=SCHEDULES,
+    )
+    decay_fraction: float = part(
+        0.2, "wsd: the last fraction of the budget over which the rate decays to its end", range=(0, 1, "strict")
+    )
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -89,7 +89,8 @@ class Recipe:
 
         Raises:
             ValueError: an unknown recipe; a flag of the other optimizer kind in ``explicit`` (one line
-                naming both kinds' recipes and this kind's flags).
+                naming both kinds' recipes and this kind's flags); ``--decay-fraction`` in ``explicit``
+                without the ``wsd`` schedule.
         """
         name = flags.get("recipe")
         if name not in NAMES:
@@ -100,6 +101,8 @@ class Recipe:
         wrong = foreign_flag(kind, explicit)
         if wrong:
             raise ValueError(wrong)
+        if "decay_fraction" in explicit and parts["schedule"] != "wsd":
+            raise ValueError(f"--decay-fraction is wsd's; recipe {name} here has --schedule {parts['schedule']}")
         model = {k: parts[k] for k in ARCH}
         optim = {f.name: parts[_flag(f, p)] for f, p in _parts(OptimConfig)}
         optim |= {f.name: given[f.name] for f in fields(OptimConfig) if "part" not in f.metadata and f.name in given}

@@ -128,6 +128,8 @@ class Hyper:
     grad_clip: float
     eval_interval: int
     seed: int
+    schedule: str = "cosine"  # OptimConfig.schedule: see lr_at
+    decay_fraction: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -181,19 +183,35 @@ def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.O
 
 
 # ---------------------------------------------------------------- schedule
-def lr_at(step: int, progress: float, lr: float, min_lr: float, warmup_steps: int) -> float:
-    """Linear warm-up over ``warmup_steps``, times a half cosine from ``lr`` to ``min_lr`` over ``progress``."""
+def lr_at(
+    step: int,
+    progress: float,
+    lr: float,
+    min_lr: float,
+    warmup_steps: int,
+    schedule: str = "cosine",
+    decay_fraction: float = 1.0,
+) -> float:
+    """Linear warm-up over ``warmup_steps``, times the schedule from ``lr`` to ``min_lr`` at ``progress`` (the
+    fraction of the budget, clipped to [0, 1]): ``"cosine"`` a half cosine over the budget; ``"wsd"`` ``lr``
+    until ``1 - decay_fraction``, then linear to ``min_lr`` at the end (warm-up, stable, decay)."""
     progress = min(max(progress, 0.0), 1.0)
-    cos = min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+    if schedule == "wsd":
+        left = (1.0 - progress) / decay_fraction
+        rate = min_lr + (lr - min_lr) * min(1.0, left)
+    else:
+        rate = min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
     warm = min(1.0, (step + 1) / warmup_steps) if warmup_steps > 0 else 1.0
-    return cos * warm
+    return rate * warm
 
 
-def set_rates(optimizer, step: int, progress: float, warmup_steps: int) -> float:
+def set_rates(
+    optimizer, step: int, progress: float, warmup_steps: int, schedule: str = "cosine", decay_fraction: float = 1.0
+) -> float:
     """Every group's learning rate at ``step`` and ``progress``: :func:`lr_at` from its ``peak_lr`` to its
     ``end_lr`` (one schedule for all groups).  Returns the first group's rate (metrics.jsonl's ``lr``)."""
     for group in optimizer.param_groups:
-        group["lr"] = lr_at(step, progress, group["peak_lr"], group["end_lr"], warmup_steps)
+        group["lr"] = lr_at(step, progress, group["peak_lr"], group["end_lr"], warmup_steps, schedule, decay_fraction)
     return optimizer.param_groups[0]["lr"]
 
 
@@ -201,7 +219,8 @@ def set_rates(optimizer, step: int, progress: float, warmup_steps: int) -> float
 def train_step(r: Run, live: Live, progress: float) -> tuple[float, float, float]:
     """One optimizer step over ``grad_accum`` micro-batches at ``progress`` of the budget (the schedule:
     :func:`set_rates`); returns (mean loss, gradient norm, the first group's learning rate)."""
-    lr = set_rates(r.optimizer, live.state.step, progress, r.hyper.warmup_steps)
+    h = r.hyper
+    lr = set_rates(r.optimizer, live.state.step, progress, h.warmup_steps, h.schedule, h.decay_fraction)
     k = r.hyper.grad_accum
     total = 0.0
     for micro in range(k):

@@ -475,3 +475,63 @@ def test_a_run_stored_without_the_embedding_parts_resumes_without_them(corpus, t
     assert after["state"]["step"] == 4 and after["args"]["recipe"] == "modern"
     assert (after["args"]["embed_norm"], after["args"]["embed_std"]) == (False, 0.02)
     assert (after["config"]["embed_norm"], after["config"]["embed_std"]) == (False, 0.02)
+
+
+# ------------------------------------------------------------ schedule and momentum (issue 37)
+def test_wsd_holds_the_peak_then_decays_linearly_over_its_last_fraction():
+    """lr_at's ``"wsd"`` by hand: peak 1, end 0.1, decay over the last 0.4 of the budget, 5 warm-up steps."""
+    wsd = [loop.lr_at(10, p, 1.0, 0.1, 5, "wsd", 0.4) for p in (0.0, 0.3, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2)]
+    assert wsd == pytest.approx([1.0, 1.0, 1.0, 0.775, 0.55, 0.325, 0.1, 0.1], rel=1e-12)
+    assert loop.lr_at(1, 0.0, 1.0, 0.1, 5, "wsd", 0.4) == pytest.approx(0.4)  # warm-up: (step + 1) / 5
+    assert loop.lr_at(1, 0.9, 1.0, 0.1, 5, "wsd", 0.4) == pytest.approx(0.4 * 0.325)
+    cosine = [loop.lr_at(10, p, 1.0, 0.1, 5) for p in (0.0, 0.5, 1.0)]
+    assert cosine == [loop.lr_at(10, p, 1.0, 0.1, 5, "cosine", 0.4) for p in (0.0, 0.5, 1.0)]
+
+
+def test_a_wsd_run_logs_the_rates_of_its_schedule(corpus, tmp_path):
+    """metrics.jsonl's ``lr`` (Muon's matrix rate, peak 0.02) over 8 steps with --schedule wsd
+    --decay-fraction 0.5 --warmup-steps 0: the peak for 4 steps, then down to 0.1 of it."""
+    run = tmp_path / "run"
+    train(
+        corpus,
+        run,
+        "--recipe",
+        "modern",
+        "--schedule",
+        "wsd",
+        "--decay-fraction",
+        "0.5",
+        "--warmup-steps",
+        "0",
+        "--max-steps",
+        "8",
+        "--eval-interval",
+        "8",
+    )
+    lrs = [r["lr"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["kind"] == "step"]
+    progress = [s / 8 for s in range(8)]  # the budget's fraction done before each step
+    assert lrs == pytest.approx([0.002 + 0.018 * min(1.0, (1 - p) / 0.5) for p in progress], rel=1e-12)
+    assert read_checkpoint(run / "ckpt.pt")["optim"]["schedule"] == "wsd"
+
+
+def test_muon_momentum_is_a_part():
+    opt = build_optimizer(modern(), OptimConfig("muon", momentum=0.9))
+    assert [g["momentum"] for g in opt.muon.param_groups] == [0.9]
+    assert Recipe.from_flags({"recipe": "modern", "momentum": 0.85}).optim.momentum == 0.85
+
+
+def test_bad_schedule_flags_are_one_line_errors(capsys):
+    assert "--momentum must be in 0 .. 0.999, got 1.0" in parse_error(capsys, "--momentum", "1")
+    assert "--decay-fraction must be > 0, got 0.0" in parse_error(capsys, "--schedule", "wsd", "--decay-fraction", "0")
+    assert "--decay-fraction must be in 0 .. 1, got 1.5" in parse_error(capsys, "--decay-fraction", "1.5")
+    assert "invalid choice: 'linear'" in parse_error(capsys, "--schedule", "linear")
+    line = parse_error(capsys, "--schedule", "cosine", "--decay-fraction", "0.3")
+    assert "--decay-fraction is wsd's" in line and "--schedule cosine" in line
+    assert "--momentum is a flag of the muon optimizer" in parse_error(capsys, "--recipe", "gpt2", "--momentum", "0.9")
+
+
+def test_a_run_from_before_the_schedule_parts_resumes_with_cosine_and_momentum_095():
+    old = {"recipe": "modern", "optimizer": "muon", "norm": "rmsnorm", "qk_norm": True, "mlp": "relu2"}
+    optim = Recipe.from_checkpoint({"args": old}).optim
+    assert (optim.schedule, optim.momentum) == ("cosine", 0.95)
+    assert OptimConfig.from_dict({"kind": "muon", "momentum": 0.95}).schedule == "cosine"
