@@ -24,7 +24,9 @@ Variants (one part switched at a time): gpt2, modern, muon-only (gpt2 model + Mu
 left out after this ablation), tied (modern, tied embeddings); issue 37's embedding parts:
 modern-before37 (the recipe before issue 37: both off, 20 warm-up steps), embnorm (the RMSNorm after the
 token embedding alone), embstd0.8 (the embedding initialised with std 0.8 alone), embnorm-std0.8 (both),
-embnorm-std0.8-warm5 (both and 5 warm-up steps: today's ``modern``, spelled out).
+embnorm-std0.8-warm5 (both and 5 warm-up steps: ``modern`` with its cosine schedule and momentum 0.95, as
+it was until the schedule below), wsd0.6 (warm-up/stable/decay, the last 0.6 of the budget decaying, momentum
+0.95), momentum0.85 (cosine, Muon's momentum 0.85); ``modern`` is today's (both).
 
 Issue 37's table in one command (``--issue37``: 2e12 and 1e13 FLOPs, gpt2, modern before and today,
 the parts apart at 2e12, 1.8e12 and 9e12 for today's modern: the budgets of the issue's goals)::
@@ -52,6 +54,8 @@ sys.path.insert(0, str(ROOT))
 from storygpt.atomic import write_text  # noqa: E402
 from storygpt.compare.settings import DEFAULT_BUDGET_FLOPS, EVALS_PER_RUN  # noqa: E402
 
+#: The schedule and momentum of ``modern`` before its warm-up/stable/decay schedule (issue 37, 2026-12-05).
+COSINE = ["--schedule", "cosine", "--momentum", "0.95"]
 VARIANTS = {
     "gpt2": ["--recipe", "gpt2"],
     "modern": ["--recipe", "modern"],
@@ -65,18 +69,40 @@ VARIANTS = {
     "head-wd0.5": ["--recipe", "modern", "--head-weight-decay", "0.5"],
     "to-zero": ["--recipe", "modern", "--min-lr-fraction", "0"],
     "embed-lr0.2": ["--recipe", "modern", "--embed-lr", "0.2"],
-    "modern-before37": ["--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.02", "--warmup-steps", "20"],
-    "embnorm": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.02", "--warmup-steps", "20"],
-    "embstd0.8": ["--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.8", "--warmup-steps", "20"],
-    "embnorm-std0.8": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.8", "--warmup-steps", "20"],
-    "embnorm-std0.8-warm5": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.8", "--warmup-steps", "5"],
+    "modern-before37": [
+        "--recipe",
+        "modern",
+        "--embed-norm",
+        "off",
+        "--embed-std",
+        "0.02",
+        "--warmup-steps",
+        "20",
+        *COSINE,
+    ],
+    "embnorm": ["--recipe", "modern", "--embed-norm", "on", "--embed-std", "0.02", "--warmup-steps", "20", *COSINE],
+    "embstd0.8": ["--recipe", "modern", "--embed-norm", "off", "--embed-std", "0.8", "--warmup-steps", "20", *COSINE],
+    "embnorm-std0.8": [
+        "--recipe",
+        "modern",
+        "--embed-norm",
+        "on",
+        "--embed-std",
+        "0.8",
+        "--warmup-steps",
+        "20",
+        *COSINE,
+    ],
+    "embnorm-std0.8-warm5": ["--recipe", "modern", *COSINE],
+    "wsd0.6": ["--recipe", "modern", "--schedule", "wsd", "--decay-fraction", "0.6", "--momentum", "0.95"],
+    "momentum0.85": ["--recipe", "modern", "--schedule", "cosine", "--momentum", "0.85"],
 }
 ABLATIONS = ("muon-only", "arch-only", "softcap", "tied")
 #: ``--issue37``: (multiple of the default budget, variants), run for every seed.
 ISSUE37 = [
-    (0.4, ("gpt2", "modern-before37", "embnorm", "embstd0.8", "embnorm-std0.8", "modern")),
-    (0.36, ("modern",)),
-    (2.0, ("gpt2", "modern-before37", "modern")),
+    (0.4, ("gpt2", "modern-before37", "embnorm", "embstd0.8", "embnorm-std0.8", "embnorm-std0.8-warm5", "modern")),
+    (0.36, ("embnorm-std0.8-warm5", "wsd0.6", "momentum0.85", "modern")),
+    (2.0, ("gpt2", "modern-before37", "embnorm-std0.8-warm5", "modern")),
     (1.8, ("modern",)),
 ]
 

@@ -224,7 +224,7 @@ class OptimConfig:
         None, "AdamW peak rate for the output layer (default 0.004*(n_embd/768)^-0.5)", range=(0, None), only="muon"
     )
     gain_lr: float | None = None
-    momentum: float = part(0.95, "Muon's momentum (Nesterov)", range=(0, 0.999), only="muon")
+    momentum: float = part(0.95, "Muon's momentum (Nesterov)", {"modern": 0.85}, range=(0, 0.999), only="muon")
     matrix_weight_decay: float = part(
         0.0,
         "Muon's decoupled weight decay of block matrices (x(1 - rate*this) a step)",
@@ -243,10 +243,11 @@ class OptimConfig:
         "cosine",
         "after the warm-up: cosine (a half cosine over the budget) or wsd (the peak rate, then a linear "
         "decay over the budget's last --decay-fraction)",
+        {"modern": "wsd"},
         choices=SCHEDULES,
     )
     decay_fraction: float = part(
-        0.2, "wsd: the last fraction of the budget over which the rate decays to its end", range=(0, 1, "strict")
+        0.6, "wsd: the last fraction of the budget over which the rate decays to its end", range=(0, 1, "strict")
     )
 
     def __post_init__(self) -> None:

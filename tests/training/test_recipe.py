@@ -386,7 +386,10 @@ def test_part_flags_switch_one_part():
 # ------------------------------------------------------------ the recipe as a value
 def test_a_recipe_is_one_value_built_from_flags_or_a_checkpoint():
     modern_ = Recipe.named("modern")
-    assert modern_.model == MODERN and modern_.optim == OptimConfig("muon", warmup_steps=5)
+    # issue 37: a 5-step warm-up, warm-up/stable/decay, Muon's momentum 0.85
+    assert modern_.model == MODERN and modern_.optim == OptimConfig(
+        "muon", warmup_steps=5, schedule="wsd", momentum=0.85
+    )
     assert Recipe.named("gpt2").optim == OptimConfig("adamw", warmup_steps=20)  # gpt2's warm-up as before
     assert str(modern_) == "modern" and modern_ == Recipe.from_flags({"recipe": "modern", "norm": None})
     mixed = Recipe.from_flags({"recipe": "gpt2", "optimizer": "muon", "embed_norm": True, "lr": 1e-3})
