@@ -52,6 +52,7 @@ VARIANTS = {
     "modern, AdamW": {**MODERN, "optimizer": "adamw"},
     "modern, embedding norm off": {**MODERN, "embed_norm": False},
     "modern, embedding norm on": {**MODERN, "embed_norm": True},
+    "modern, cosine and momentum 0.95": {**MODERN, "schedule": "cosine", "decay_fraction": 1.0, "momentum": 0.95},
 }
 
 
@@ -73,7 +74,9 @@ def build(variant: dict, shape: dict, vocab: int, seed: int = 0):
     model = GPT(config)
     if variant.get("plain_softcap"):  # the formula as autograd sees it, in place of SoftCap
         model.lm_head.forward = PlainSoftCap(model.lm_head)
-    opt = build_optimizer(model, OptimConfig(variant["optimizer"], shape["lr"]))
+    kw = {"momentum": variant["momentum"]} if variant["optimizer"] == "muon" else {}
+    opt = build_optimizer(model, OptimConfig(variant["optimizer"], shape["lr"], **kw))
+    opt.schedule = (variant["schedule"], variant["decay_fraction"])  # read by minimal_steps
     return model, opt
 
 
@@ -85,7 +88,7 @@ def minimal_steps(model, opt, data, batch: int, block: int, steps: int, rng) -> 
         arr = torch.from_numpy(np.asarray(data[starts[:, None] + np.arange(block + 1)], dtype=np.int64))
         _, loss = model(arr[:, :-1], arr[:, 1:])
         loss.backward()
-        train_loop.set_rates(opt, 10**9, 0.5, 0)  # as train_step: every group's rate set each step
+        train_loop.set_rates(opt, 10**9, 0.5, 0, *opt.schedule)  # as train_step: every group's rate set each step
         opt.step()
         opt.zero_grad(set_to_none=True)
     return time.process_time() - t
@@ -125,10 +128,11 @@ def loop_overhead(args, data, tokenizer, shape) -> None:
             position="rope",
             **arch,
         )
-        optim = OptimConfig(v["optimizer"], shape["lr"])
+        kw = {"momentum": v["momentum"]} if v["optimizer"] == "muon" else {}
+        optim = OptimConfig(v["optimizer"], shape["lr"], **kw)
         meta = {"optim": optim.to_dict()}
         heldout = heldout_slice(tokenizer, Path(args.data) / "valid.txt", 1000, shape["block_size"])
-        hyper = train_loop.Hyper(args.batch_size, 1, 0, 1.0, 10**9, 0)
+        hyper = train_loop.Hyper(args.batch_size, 1, 0, 1.0, 10**9, 0, v["schedule"], v["decay_fraction"])
         s, state = start.build(
             config=config,
             tokenizer=tokenizer,
