@@ -128,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--pretrain-args",
         default="",
         metavar="ARGS",
-        help='more pretrain.py flags for every run, as one string, e.g. "--lr 1e-3 --dtype float32"',
+        help='more pretrain.py flags for every run, as one string, e.g. "--dtype float32 --warmup-steps 10" '
+        "(checked by pretrain.py --dry-run before any work; flags compare.py sets itself, such as --recipe, "
+        "--seed, the budgets and the model's shape, are refused: use compare.py's own)",
     )
 
     g = p.add_argument_group("corpus (passed to data.py; the same for every tokenizer)")

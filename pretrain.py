@@ -83,7 +83,7 @@ FLAGS = {
         ("--grad-accum", int, 1, "micro-batches per step: a step is batch-size x grad-accum x processes"),
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
         ("--lr", float, 3e-3, "adamw only (gpt2 recipe): peak learning rate"),
-        ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the cosine decay"),
+        ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the schedule (--schedule)"),
         ("--weight-decay", float, 0.1, "adamw only: weight decay (matrices and embeddings only)"),
         ("--grad-clip", float, 1.0, "clip the gradient norm to this (0: off)"),
         ("--seed", int, 1337, "random seed (model init; batch sampling uses seed and rank)"),
@@ -153,8 +153,11 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
             vars(args).update({k: v for k, v in preset(args.preset).items() if k not in explicit})
         except ValueError as e:
             parser.error(f"--preset: {e}")
-    try:  # the recipe's parts, part flags given win; a flag of the other optimizer is refused
-        vars(args).update(recipes.Recipe.from_flags(vars(args), explicit).flags())
+    # the recipe's parts, part flags given win; a flag of the other optimizer is refused (on a --resume without
+    # --recipe, once the run's own recipe is read: resume.check_recipe)
+    checked = set() if args.resume and "recipe" not in explicit else explicit
+    try:
+        vars(args).update(recipes.Recipe.from_flags(vars(args), checked).flags())
     except ValueError as e:
         parser.error(str(e))
     if args.min_lr > args.lr and "min_lr" in explicit:

@@ -26,7 +26,9 @@ modern-before37 (the recipe before issue 37: both off, 20 warm-up steps), embnor
 token embedding alone), embstd0.8 (the embedding initialised with std 0.8 alone), embnorm-std0.8 (both),
 embnorm-std0.8-warm5 (both and 5 warm-up steps: ``modern`` with its cosine schedule and momentum 0.95, as
 it was until the schedule below), wsd0.6 (warm-up/stable/decay, the last 0.6 of the budget decaying, momentum
-0.95), momentum0.85 (cosine, Muon's momentum 0.85); ``modern`` is today's (both).
+0.95), momentum0.85 (cosine, Muon's momentum 0.85); ``modern`` is today's (both).  The ablations and the
+weight-decay and rate variants switch one part of today's ``modern`` (its wsd schedule and momentum 0.85
+included); docs/training.md's "Ablations" table was measured with the ``modern`` of before issue 37.
 
 Issue 37's table in one command (``--issue37``: 2e12 and 1e13 FLOPs, gpt2, modern before and today,
 the parts apart at 2e12, 1.8e12 and 9e12 for today's modern: the budgets of the issue's goals)::
@@ -52,7 +54,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from storygpt.atomic import write_text  # noqa: E402
+from storygpt.cli import ToolParser  # noqa: E402
 from storygpt.compare.settings import DEFAULT_BUDGET_FLOPS, EVALS_PER_RUN  # noqa: E402
+from storygpt.model.presets import PRESETS  # noqa: E402
 
 #: The schedule and momentum of ``modern`` before its warm-up/stable/decay schedule (issue 37, 2026-12-05).
 COSINE = ["--schedule", "cosine", "--momentum", "0.95"]
@@ -274,28 +278,83 @@ def budget_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", default="data/shakespeare")
-    p.add_argument("--tokenizer", default="bpe:8192")
-    p.add_argument("--presets", nargs="+", default=["small"])
-    p.add_argument("--multiples", nargs="+", type=float, default=[1.0], help="of compare.py's default budget")
-    p.add_argument("--seeds", nargs="+", type=int, default=[1337, 1338])
-    p.add_argument("--variants", nargs="+", default=["gpt2", "modern"], choices=list(VARIANTS))
+def positive_number(text: str) -> float:
+    """argparse type: a finite number above 0 (a multiple of the default budget)."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    variants = "\n".join(f"  {name:<21} {' '.join(flags)}" for name, flags in VARIANTS.items())
+    p = ToolParser(
+        prog="recipe.py",
+        description=__doc__.split("\n")[0],
+        epilog="variants (pretrain.py flags of each; the module docstring says why):\n" + variants,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--data", default="data/shakespeare", help="corpus folder of data.py (default: %(default)s)")
+    p.add_argument(
+        "--tokenizer", default="bpe:8192", help="tokenizer SPEC whose token files --data holds (default: %(default)s)"
+    )
+    p.add_argument(
+        "--presets",
+        nargs="+",
+        default=["small"],
+        choices=list(PRESETS),
+        help="model presets to train (pretrain.py --preset; default: small)",
+    )
+    p.add_argument(
+        "--multiples",
+        nargs="+",
+        type=positive_number,
+        default=[1.0],
+        help=f"budgets, as multiples of compare.py's default {DEFAULT_BUDGET_FLOPS:g} FLOPs (default: 1)",
+    )
+    p.add_argument("--seeds", nargs="+", type=int, default=[1337, 1338], help="training seeds (default: 1337 1338)")
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        default=["gpt2", "modern"],
+        choices=list(VARIANTS),
+        metavar="VARIANT",
+        help="recipes to run (default: gpt2 modern; the list and their flags: below)",
+    )
     p.add_argument("--ablations", action="store_true", help="add " + ", ".join(ABLATIONS) + " (default budget)")
-    p.add_argument("--out", default="reports/recipe")
+    p.add_argument(
+        "--out",
+        default="reports/recipe",
+        help="folder of the runs and table.md; runs there are reused (default: %(default)s)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (each on one thread)")
     p.add_argument("--issue37", action="store_true", help="issue 37's runs (module docstring); replaces the lists")
-    args = p.parse_args()
-    from storygpt.checkpoint import load_tokenizer
-    from storygpt.tokenizers.spec import parse_spec
+    return p
 
-    if args.jobs < 1 or min(args.multiples) <= 0:
-        p.error("--jobs and --multiples must be positive")
-    tok_file = Path(args.data) / f"tokenizer-{parse_spec(args.tokenizer).slug}.json"
+
+def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, int]:
+    """The flags, checked (one line ``recipe.py: error: ...``, exit 2, before any run), and the vocabulary size."""
+    from storygpt.checkpoint import load_tokenizer
+    from storygpt.tokenizers.spec import SpecError, parse_spec
+
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs must be at least 1, got {args.jobs}")
+    if any(not 0 <= seed < 2**63 for seed in args.seeds):
+        p.error(f"--seeds must lie in 0 .. 2**63-1, got {args.seeds}")
+    try:
+        slug = parse_spec(args.tokenizer).slug
+    except (SpecError, ValueError, FileNotFoundError) as e:
+        p.error(f"--tokenizer {args.tokenizer}: {e}")
+    tok_file = Path(args.data) / f"tokenizer-{slug}.json"
     if not tok_file.is_file():
         p.error(f"{tok_file}: no such tokenizer file (python data.py --tokenizer {args.tokenizer} first)")
-    vocab = load_tokenizer(tok_file).vocab_size
+    return args, load_tokenizer(tok_file).vocab_size
+
+
+def main() -> None:
+    args, vocab = parse()
     print(f"load {os.getloadavg()}, cores {os.cpu_count()}, float32, 1 thread per run", flush=True)
     todo = []
     for preset in args.presets:

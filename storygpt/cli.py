@@ -46,17 +46,34 @@ def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace, rang
     at ``None`` (not given, no default) is skipped; every float must be finite.  The message names
     the flag, e.g. ``--seed must be in 0 .. 9223372036854775807, got -1``.
     """
-    for name, (low, high, *strict) in ranges.items():
+    for name, bounds in ranges.items():
         value = getattr(args, name)
-        flag = f"--{name.replace('_', '-')}"
-        if value is None:
-            continue
-        if isinstance(value, float) and not math.isfinite(value):
-            parser.error(f"{flag} must be a finite number, got {value}")
-        if high is not None and not low <= value <= high:
-            parser.error(f"{flag} must be in {low} .. {high}, got {value}")
-        if low is not None and (value <= low if strict else value < low):
-            parser.error(f"{flag} must be {'>' if strict else '>='} {low}, got {value}")
+        why = None if value is None else range_error(f"--{name.replace('_', '-')}", value, bounds)
+        if why:
+            parser.error(why)
+
+
+def range_error(name: str, value, bounds: tuple) -> str | None:
+    """``"NAME must be ..., got VALUE"`` when the number ``value`` lies outside ``bounds`` (``(low, high)`` or
+    ``(low, high, "strict")``, as :func:`check_ranges` takes them) or is not finite, else None."""
+    low, high, *strict = bounds
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name} must be a finite number, got {value}"
+    if strict and high is not None and not low < value <= high:
+        return f"{name} must be above {low} and at most {high}, got {value}"
+    if high is not None and not low <= value <= high:
+        return f"{name} must be in {low} .. {high}, got {value}"
+    if low is not None and (value <= low if strict else value < low):
+        return f"{name} must be {'>' if strict else '>='} {low}, got {value}"
+    return None
+
+
+def range_text(bounds: tuple) -> str:
+    """``bounds`` (as :func:`check_ranges` takes them) in words: ``"0 .. 0.999"``, ``"above 0, at most 1"``, ``">= 0"``."""
+    low, high, *strict = bounds
+    if high is None:
+        return f"{'>' if strict else '>='} {low}"
+    return f"above {low}, at most {high}" if strict else f"{low} .. {high}"
 
 
 def check_output(parser: argparse.ArgumentParser, flag: str, path, folder: bool = False) -> None:

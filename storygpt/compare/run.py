@@ -128,6 +128,63 @@ def forwarded_flags(args) -> list[str]:
     return out
 
 
+#: pretrain.py flags (dest names) that compare.py sets for every run itself -> what to use instead; refused
+#: inside --pretrain-args, where they would silently change the runs the report describes.
+OWN_FLAGS = {
+    "recipe": "compare.py's --recipe",
+    "data": "--corpus, --train-file or --data-root",
+    "tokenizer": "the SPECs",
+    "bpe": "the SPECs",
+    "out_dir": "--out-dir",
+    "run_name": None,
+    "run_dir": None,
+    "seed": "--seed and --seeds",
+    **{b: "the budget flags" for b in ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")},
+    "preset": "--preset or --sizes",
+    **{k: f"--{k.replace('_', '-')}" for k in ("n_layer", "n_head", "n_embd", "block_size")},
+    "rope": "--learned (rotary positions are the default)",
+    "log": "compare.py's --log",
+    "resume": None,
+    "force": None,
+    "no_progress": None,
+}
+
+
+def check_pretrain_args(pretrain_args: list[str], forwarded: list[str]) -> None:
+    """Refuse --pretrain-args that pretrain.py would refuse beside the ``forwarded`` flags (the recipe's optimizer
+    decides which rate flags are allowed), or that set a flag compare.py sets itself (:data:`OWN_FLAGS`, an
+    abbreviation included), before any folder is written: ``pretrain.py --dry-run`` reads them (no torch).
+
+    Raises:
+        CompareError: one line naming --pretrain-args and pretrain.py's objection.
+    """
+    if not pretrain_args:
+        return
+    import subprocess
+
+    shown = f"--pretrain-args {shlex.join(pretrain_args)!r}"
+
+    def dry_run(argv: list[str]) -> dict:
+        cmd = python_tool("pretrain.py") + argv + ["--dry-run"]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE, timeout=120)
+        if done.returncode != 0:
+            raise CompareError(f"{shown}: {(done.stderr.strip().splitlines() or [f'exit {done.returncode}'])[-1]}")
+        return json.loads(done.stdout)
+
+    dests = set(dry_run([])) - {"run_folder"}  # every pretrain.py flag, by dest name
+    for word in pretrain_args:
+        if not word.startswith("--"):
+            continue
+        name = word[2:].split("=", 1)[0].replace("-", "_")
+        matches = [name] if name in dests else [d for d in dests if d.startswith(name)]  # argparse's abbreviations
+        if len(matches) == 1 and matches[0] in OWN_FLAGS:
+            flag, instead = "--" + matches[0].replace("_", "-"), OWN_FLAGS[matches[0]]
+            raise CompareError(
+                f"{shown}: {flag} is set by compare.py for every run" + (f"; use {instead}" if instead else "")
+            )
+    dry_run(forwarded + pretrain_args)
+
+
 def pretrain_setting(pretrain_args: list[str], flag: str, default):
     """The value of ``flag`` in --pretrain-args (its last one), else ``default``."""
     p = argparse.ArgumentParser(add_help=False)
@@ -485,6 +542,7 @@ def compare(args, argv: list[str]) -> int:
             pretrain_args, data_args = shlex.split(args.pretrain_args), shlex.split(args.data_args)
         except ValueError as e:
             raise CompareError(f"--pretrain-args/--data-args: {e}") from None
+        check_pretrain_args(pretrain_args, forwarded_flags(args))
         corpus = corpus_name(args)
         default_name = f"{corpus}-{budget_label(budget_key, budget_values[0])}" + "".join(
             f"-{number(v)}" for v in budget_values[1:]

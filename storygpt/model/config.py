@@ -247,7 +247,9 @@ class OptimConfig:
         choices=SCHEDULES,
     )
     decay_fraction: float = part(
-        0.6, "wsd: the last fraction of the budget over which the rate decays to its end", range=(0, 1, "strict")
+        0.6,
+        "with --schedule wsd: the last fraction of the budget over which the rate decays to its end",
+        range=(0, 1, "strict"),
     )
 
     def __post_init__(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields
 
+from ..cli import range_error, range_text
 from .config import GPTConfig, OptimConfig, reader
 
 #: The recipes, by name (each part's value in a recipe: its field's ``Part.values``).
@@ -98,7 +99,7 @@ class Recipe:
         given = {k: v for k, v in flags.items() if v is not None}
         parts = {k: given.get(k, v) for k, v in RECIPES[name].items()}
         kind = parts["optimizer"]
-        wrong = foreign_flag(kind, explicit)
+        wrong = foreign_flag(kind, explicit, name)
         if wrong:
             raise ValueError(wrong)
         if "decay_fraction" in explicit and parts["schedule"] != "wsd":
@@ -143,41 +144,83 @@ class Recipe:
         return " ".join([self.name, *(["+", *changed] if changed else [])])
 
 
-def foreign_flag(optimizer: str, explicit: set[str]) -> str | None:
-    """A one-line error when a flag of the other optimizer kind was given explicitly, else None."""
+def foreign_flag(optimizer: str, explicit: set[str], recipe: str | None = None) -> str | None:
+    """A one-line error when a flag of the other optimizer kind was given explicitly, else None; ``recipe``: the
+    run's recipe, named in the message (with ``--optimizer`` when the run's optimizer is not the recipe's)."""
     other = "muon" if optimizer == "adamw" else "adamw"
     wrong = [f for f in OPTIMIZER_FLAGS[other] if f in explicit]
     if not wrong:
         return None
     flag = "--" + wrong[0].replace("_", "-")
     own = ", ".join("--" + f.replace("_", "-") for f in OPTIMIZER_FLAGS[optimizer])
+    recipe = recipe or RECIPE_OF[optimizer]
+    run = f"--recipe {recipe}" + (f" --optimizer {optimizer}" if RECIPES[recipe]["optimizer"] != optimizer else "")
     return (
-        f"{flag} is a flag of the {other} optimizer (--recipe {RECIPE_OF[other]}); this run uses the "
-        f"{optimizer} optimizer (--recipe {RECIPE_OF[optimizer]}), which takes {own}"
+        f"{flag} is a flag of the {other} optimizer (--optimizer {other}, as in --recipe {RECIPE_OF[other]}); "
+        f"this run ({run}) uses the {optimizer} optimizer, which takes {own}"
     )
 
 
 def legacy_args(saved: dict) -> dict:
     """A stored run's flags with the recipe flags filled in: a run from before recipes is ``gpt2``, and a
-    part the run does not record takes its field's default (the model or optimizer of before the part)."""
+    part the run does not record (missing, or None where None is not a value of the part) takes its field's
+    default (the model or optimizer of before the part)."""
     out = dict(saved)
     out.setdefault("recipe", LEGACY)
     for cls in (GPTConfig, OptimConfig):
         for f, p in _parts(cls):
-            out.setdefault(_flag(f, p), None if f.default is MISSING else f.default)
+            if out.get(_flag(f, p)) is None:
+                out[_flag(f, p)] = None if f.default is MISSING else f.default
     return out
 
 
+def stored_error(saved: dict) -> str | None:
+    """Why a stored run's flags (after :func:`legacy_args`) cannot be its recipe: an unknown recipe, or a part
+    of the wrong type, outside its choices or its range (an edited or damaged checkpoint); else None.  The
+    message names the flag, e.g. ``--momentum must be in 0 .. 0.999, got nan``."""
+    if saved.get("recipe") not in NAMES:
+        return f"--recipe {saved.get('recipe')!r} is not a recipe (known: {', '.join(NAMES)})"
+    for cls in (GPTConfig, OptimConfig):
+        for f, p in _parts(cls):
+            dest = _flag(f, p)
+            flag, value = "--" + dest.replace("_", "-"), saved.get(dest)
+            if value is None and f.default is None:
+                continue
+            if p.choices:
+                if value not in p.choices:
+                    return f"{flag} must be one of {', '.join(p.choices)}, got {value!r}"
+            elif isinstance(f.default, bool):
+                if not isinstance(value, bool):
+                    return f"{flag} must be on or off (a bool), got {value!r}"
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"{flag} must be a number, got {value!r}"
+            elif isinstance(f.default, int) and not isinstance(value, int):
+                return f"{flag} must be a whole number, got {value!r}"
+            elif p.range and range_error(flag, value, p.range):
+                return range_error(flag, value, p.range)
+    return None
+
+
 def flag_rows(on_off) -> list[tuple]:
-    """pretrain.py's flag rows ``(flag, type, default, help)`` of the parts; ``on_off``: the yes/no type."""
+    """pretrain.py's flag rows ``(flag, type, default, help)`` of the parts; ``on_off``: the yes/no type.
+
+    The help gives the allowed range and each recipe's value (one value when every recipe has the same);
+    a part one optimizer kind reads names its value in the recipes of the other kind given ``--optimizer``."""
     rows = []
     for cls in (GPTConfig, OptimConfig):
         for f, p in _parts(cls):
             flag = _flag(f, p)
             typ = str if p.choices else on_off if isinstance(f.default, bool) else type(f.default or 0.0)
-            recipes = [n for n in NAMES if p.only in (None, RECIPES[n]["optimizer"])]
-            values = ", ".join(f"{n}: {_shown(RECIPES[n][flag])}" for n in recipes if RECIPES[n][flag] is not None)
-            help = f"{p.only or 'part'}: {p.help}" + (f"; {values}" if values else "")
+            mine = [n for n in NAMES if p.only in (None, RECIPES[n]["optimizer"])]
+            shown = {n: RECIPES[n][flag] for n in mine if RECIPES[n][flag] is not None}
+            if p.only and f.default is not None:
+                shown |= {f"{n} --optimizer {p.only}": f.default for n in NAMES if n not in mine}
+            if len(NAMES) > 1 and len(shown) == len(NAMES) and len(set(map(_shown, shown.values()))) == 1:
+                values = f"every recipe: {_shown(next(iter(shown.values())))}"
+            else:
+                values = ", ".join(f"{n}: {_shown(v)}" for n, v in shown.items())
+            bounds = f", {range_text(p.range)}" if p.range else ""
+            help = f"{p.only or 'part'}: {p.help}{bounds}" + (f"; {values}" if values else "")
             rows.append(("--" + flag.replace("_", "-"), typ, None, help))
     return rows
 

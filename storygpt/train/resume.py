@@ -56,18 +56,28 @@ def check_stored_tokenizer(ckpt: dict, path: Path, tokenizer, data_dir: Path) ->
 
 def check_recipe(ckpt: dict, path: Path, recipe: str, explicit: set[str]) -> None:
     """On resume: fill a run from before recipes in as ``gpt2`` (:func:`storygpt.model.recipes.legacy_args`,
-    ``ckpt["args"]`` replaced) and refuse a ``--recipe`` given explicitly that is not the run's own.
+    ``ckpt["args"]`` replaced), check its stored parts, refuse a ``--recipe`` given explicitly that is not the
+    run's own, and check the flags given against the run's recipe (its optimizer kind and schedule).
 
     Raises:
-        RunError: ``recipe`` is in ``explicit`` and differs from the stored recipe, which it names.
+        RunError: a stored part of the wrong type or out of range (an edited checkpoint), naming it; ``recipe``
+            in ``explicit`` and not the stored recipe, which it names; a flag of the other optimizer kind than
+            the run's, or ``--decay-fraction`` on a run without the ``wsd`` schedule.
     """
     ckpt["args"] = recipes.legacy_args(ckpt["args"])
+    why = recipes.stored_error(ckpt["args"])
+    if why:
+        raise RunError(f"--resume: {show(path)} holds a bad setting: {why}; the checkpoint is kept unchanged")
     stored = ckpt["args"]["recipe"]
     if "recipe" in explicit and recipe != stored:
         raise RunError(
             f"--resume: {show(path)} is a --recipe {stored} run, not --recipe {recipe}; "
             f"resume it with --recipe {stored} (or start a new run)"
         )
+    try:
+        recipes.Recipe.from_flags(ckpt["args"], explicit)
+    except ValueError as e:
+        raise RunError(f"--resume: {show(path)} is a --recipe {stored} run: {e}") from None
 
 
 def resumed_args(

@@ -470,6 +470,27 @@ def test_step_estimates_and_budget_warnings():
         (["byte", "--eval", "x=nope.txt"], "--eval x=nope.txt: no such file"),
         (["byte", "--eval", "x=nope.txt", "--eval", "x=b.txt"], "'x' is given twice"),
         (["byte", "--perturb", "typos,shout"], "unknown perturbation 'shout'"),
+        # --pretrain-args: read by pretrain.py --dry-run beside --recipe before any work (issue 37's break-it list)
+        (
+            ["byte", "--pretrain-args=--momentum nan"],
+            "'--momentum nan': pretrain.py: error: --momentum must be a finite",
+        ),
+        (
+            ["byte", "--recipe", "gpt2", "--pretrain-args=--momentum 0.9"],
+            "pretrain.py: error: --momentum is a flag of the muon optimizer (--optimizer muon, as in --recipe modern); "
+            "this run (--recipe gpt2) uses the adamw optimizer",
+        ),
+        (["byte", "--pretrain-args=--lr 1e-3"], "--lr is a flag of the adamw optimizer"),  # modern, the default
+        (["byte", "--pretrain-args=--warmup-steps abc"], "argument --warmup-steps: invalid int value: 'abc'"),
+        (
+            ["byte", "--recipe", "gpt2", "--pretrain-args=--recipe modern --lr 1e-3"],
+            "--pretrain-args '--recipe modern --lr 1e-3': --recipe is set by compare.py for every run; "
+            "use compare.py's --recipe",
+        ),
+        (["byte", "--pretrain-args=--rec gpt2"], "--recipe is set by compare.py for every run"),  # an abbreviation
+        (["byte", "--pretrain-args=--max-steps 3"], "--max-steps is set by compare.py for every run; use the budget"),
+        (["byte", "--pretrain-args=--seed=4"], "--seed is set by compare.py for every run; use --seed and --seeds"),
+        (["byte", "--pretrain-args=--n-layer 9"], "--n-layer is set by compare.py for every run; use --n-layer"),
     ],
 )
 def test_bad_input_is_one_line(argv, message, tmp_path):
@@ -477,6 +498,15 @@ def test_bad_input_is_one_line(argv, message, tmp_path):
     err = error_line(compare(tmp_path, *argv, fault=f"record_tools:{record}"))
     assert message in err, err
     assert recorded(record) == []  # no tool ran
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["tools.jsonl"])  # no folder written
+
+
+def test_pretrain_args_the_recipe_takes_pass_the_check():
+    from storygpt.compare.run import check_pretrain_args
+
+    check_pretrain_args(["--lr", "1e-3", "--dtype", "float32"], ["--recipe", "gpt2"])
+    check_pretrain_args(["--momentum", "0.9", "--eval-chars", "5000"], ["--recipe", "modern"])
+    check_pretrain_args([], ["--recipe", "modern"])
 
 
 def test_run_folder_from_another_corpus_is_refused(layout):

@@ -17,7 +17,7 @@ from pretrain_runs import make_corpus
 import pretrain
 from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_digest
 from storygpt.evaluate import _nll_rows
-from storygpt.model import GPT, GPTConfig
+from storygpt.model import GPT, GPTConfig, recipes
 from storygpt.model.gpt import SoftCap, SoftCappedLinear
 from storygpt.model.optim import Muon, MuonAdamW, OptimConfig, build_optimizer, rates, split_parameters
 from storygpt.model.recipes import ARCH, RECIPES, Recipe, legacy_args
@@ -356,6 +356,8 @@ def test_bad_recipe_flags_are_one_line_errors_naming_both(capsys):
     assert "'llama'" in line and "gpt2" in line and "modern" in line
     line = parse_error(capsys, "--recipe", "modern", "--lr", "1e-3")
     assert "--lr" in line and "--recipe gpt2" in line and "--recipe modern" in line and "--matrix-lr" in line
+    line = parse_error(capsys, "--recipe", "modern", "--optimizer", "adamw", "--momentum", "0.9")
+    assert "this run (--recipe modern --optimizer adamw) uses the adamw optimizer" in line
     line = parse_error(capsys, "--lr", "1e-3")  # the default recipe is modern
     assert "--lr" in line and "--recipe gpt2" in line and "--recipe modern" in line
     line = parse_error(capsys, "--recipe", "gpt2", "--matrix-lr", "0.01")
@@ -456,8 +458,8 @@ def test_an_embedding_std_out_of_range_is_refused(std):
 
 
 def test_bad_embedding_flags_are_one_line_errors(capsys):
-    assert "--embed-std must be > 0.0, got 0.0" in parse_error(capsys, "--embed-std", "0")
-    assert "--embed-std must be in 0.0 .. 10.0, got 11.0" in parse_error(capsys, "--embed-std", "11")
+    assert "--embed-std must be above 0.0 and at most 10.0, got 0.0" in parse_error(capsys, "--embed-std", "0")
+    assert "--embed-std must be above 0.0 and at most 10.0, got 11.0" in parse_error(capsys, "--embed-std", "11")
     assert "--embed-std must be a finite number, got nan" in parse_error(capsys, "--embed-std", "nan")
     assert "on or off" in parse_error(capsys, "--embed-norm", "yes")
 
@@ -525,8 +527,10 @@ def test_muon_momentum_is_a_part():
 
 def test_bad_schedule_flags_are_one_line_errors(capsys):
     assert "--momentum must be in 0 .. 0.999, got 1.0" in parse_error(capsys, "--momentum", "1")
-    assert "--decay-fraction must be > 0, got 0.0" in parse_error(capsys, "--schedule", "wsd", "--decay-fraction", "0")
-    assert "--decay-fraction must be in 0 .. 1, got 1.5" in parse_error(capsys, "--decay-fraction", "1.5")
+    assert "--decay-fraction must be above 0 and at most 1, got 0.0" in parse_error(
+        capsys, "--schedule", "wsd", "--decay-fraction", "0"
+    )
+    assert "--decay-fraction must be above 0 and at most 1, got 1.5" in parse_error(capsys, "--decay-fraction", "1.5")
     assert "invalid choice: 'linear'" in parse_error(capsys, "--schedule", "linear")
     line = parse_error(capsys, "--schedule", "cosine", "--decay-fraction", "0.3")
     assert "--decay-fraction is wsd's" in line and "--schedule cosine" in line
@@ -538,3 +542,88 @@ def test_a_run_from_before_the_schedule_parts_resumes_with_cosine_and_momentum_0
     optim = Recipe.from_checkpoint({"args": old}).optim
     assert (optim.schedule, optim.momentum) == ("cosine", 0.95)
     assert OptimConfig.from_dict({"kind": "muon", "momentum": 0.95}).schedule == "cosine"
+
+
+# ------------------------------------------------------------ resuming a run: its stored recipe decides
+def resume_error(ckpt: dict, path, recipe: str, explicit: set[str]) -> str:
+    from storygpt.train.resume import check_recipe
+    from storygpt.train.runfolder import RunError
+
+    with pytest.raises(RunError) as e:
+        check_recipe(ckpt, path, recipe, explicit)
+    return str(e.value)
+
+
+@pytest.mark.parametrize(
+    "stored, why",
+    [
+        ({"decay_fraction": 0}, "--decay-fraction must be above 0 and at most 1, got 0"),
+        ({"decay_fraction": "0.6"}, "--decay-fraction must be a number, got '0.6'"),
+        ({"momentum": float("nan")}, "--momentum must be a finite number, got nan"),
+        ({"momentum": 1.5}, "--momentum must be in 0 .. 0.999, got 1.5"),
+        ({"schedule": "linear"}, "--schedule must be one of cosine, wsd, got 'linear'"),
+        ({"embed_norm": 1}, "--embed-norm must be on or off (a bool), got 1"),
+        ({"warmup_steps": 2.5}, "--warmup-steps must be a whole number, got 2.5"),
+        ({"matrix_lr": -1.0}, "--matrix-lr must be >= 0, got -1.0"),
+        ({"recipe": "llama"}, "--recipe 'llama' is not a recipe (known: gpt2, modern)"),
+    ],
+)
+def test_a_checkpoint_with_a_bad_stored_part_is_refused_naming_it(stored, why, tmp_path):
+    """An edited or damaged ckpt.pt: one line naming the file and the setting, before any work (it was a
+    ZeroDivisionError, a TypeError, a torch traceback, or for an unknown schedule a silent cosine)."""
+    ckpt = {"args": {**Recipe.named("modern").flags(), **stored}}
+    path = tmp_path / "ckpt.pt"
+    line = resume_error(ckpt, path, "modern", {"resume"})
+    assert line == f"--resume: {path} holds a bad setting: {why}; the checkpoint is kept unchanged"
+
+
+def test_a_stored_none_part_means_what_a_missing_one_means():
+    """A part stored as None goes on as the part's field default, as a part not stored at all (before, None
+    took today's recipe's value); a rate stored as None stays None (the width rule)."""
+    old = {"recipe": "modern", "optimizer": "muon"}
+    none = legacy_args({**old, "schedule": None, "momentum": None, "embed_norm": None, "matrix_lr": None})
+    missing = legacy_args(old)
+    assert (none["schedule"], none["momentum"], none["embed_norm"]) == ("cosine", 0.95, False)
+    assert all(none[k] == missing[k] for k in missing) and none["matrix_lr"] is None
+
+
+def test_resume_checks_the_flags_given_against_the_runs_own_recipe(tmp_path, capsys):
+    """--resume without --recipe: the run's stored recipe decides which flags are allowed (they were checked
+    against the default recipe: --lr was refused on a gpt2 run with a false "uses the muon optimizer", and
+    --momentum on it was let through)."""
+    path = tmp_path / "ckpt.pt"
+    gpt2 = {"args": Recipe.named("gpt2").flags()}
+    for momentum in ("0.9", "0.95"):
+        args, explicit = pretrain.parse(["--resume", "--momentum", momentum])  # not refused yet: recipe unknown
+        line = resume_error(dict(gpt2), path, args.recipe, explicit)
+        assert line.startswith(f"--resume: {path} is a --recipe gpt2 run: --momentum is a flag of the muon optimizer")
+        assert "this run (--recipe gpt2) uses the adamw optimizer, which takes --lr" in line
+    args, explicit = pretrain.parse(["--resume", "--lr", "0.001"])
+    from storygpt.train.resume import check_recipe
+
+    check_recipe(dict(gpt2), path, args.recipe, explicit)  # gpt2's own flag: allowed (resumed_args keeps the run's)
+    modern = {"args": Recipe.named("modern").flags()}
+    assert "--lr is a flag of the adamw optimizer" in resume_error(modern, path, "modern", {"resume", "lr"})
+    cosine = {"args": Recipe.from_flags({"recipe": "modern", "schedule": "cosine"}).flags()}
+    line = resume_error(cosine, path, "modern", {"resume", "decay_fraction"})
+    assert "--decay-fraction is wsd's" in line and "--schedule cosine" in line
+    assert "--lr is a flag of the adamw optimizer" in parse_error(capsys, "--resume", "--recipe", "modern", "--lr", "1")
+
+
+def test_a_gpt2_run_resumed_with_a_muon_flag_is_refused_and_kept(corpus, tmp_path, capsys):
+    run = tmp_path / "run"
+    train(corpus, run, "--recipe", "gpt2", "--max-steps", "2")
+    before = (run / "ckpt.pt").read_bytes()
+    with pytest.raises(SystemExit) as e:
+        train(corpus, run, "--resume", "--momentum", "0.95", "--max-steps", "4")
+    assert "is a --recipe gpt2 run: --momentum is a flag of the muon optimizer" in str(e.value)
+    assert (run / "ckpt.pt").read_bytes() == before
+
+
+def test_part_flags_help_gives_ranges_and_values():
+    rows = {flag: help for flag, _, _, help in recipes.flag_rows(pretrain.on_off)}
+    assert (
+        rows["--momentum"] == "muon: Muon's momentum (Nesterov), 0 .. 0.999; modern: 0.85, gpt2 --optimizer muon: 0.95"
+    )
+    assert rows["--decay-fraction"].endswith("above 0, at most 1; every recipe: 0.6")
+    assert rows["--embed-std"].endswith("above 0.0, at most 10.0; gpt2: 0.02, modern: 0.8")
