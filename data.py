@@ -240,7 +240,7 @@ def _main(args) -> int:
         )
         return 130
     print(format_report(stats))
-    print(f"wrote {os.path.join(args.out, corpus.name)}/: {', '.join(stats['files'])}")
+    print(f"{os.path.join(args.out, corpus.name)}/ now holds: {', '.join(stats['files'])}")
     return 0
 
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from storygpt import runtime
-from storygpt.cli import check_ranges, show, table_parser
+from storygpt.cli import check_ranges, range_text, show, table_parser
 from storygpt.model import recipes
 from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.registry import kind_help
@@ -71,7 +71,7 @@ FLAGS = {
         ("--n-head", int, 4, "attention heads per block"),
         ("--n-embd", int, 96, "embedding width"),
         ("--block-size", int, 128, "context length in tokens"),
-        ("--dropout", float, 0.0, "dropout probability"),
+        ("--dropout", float, 0.0, "dropout probability (0 .. below 1)"),
         ("--rope-theta", float, 10000.0, "rotary frequency base (with --rope)"),
     ],
     "recipe (docs/training.md; a part flag given beside --recipe replaces that part)": [
@@ -83,7 +83,7 @@ FLAGS = {
         ("--grad-accum", int, 1, "micro-batches per step: a step is batch-size x grad-accum x processes"),
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
         ("--lr", float, 3e-3, "adamw only (gpt2 recipe): peak learning rate"),
-        ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the schedule (--schedule)"),
+        ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the schedule"),
         ("--weight-decay", float, 0.1, "adamw only: weight decay (matrices and embeddings only)"),
         ("--grad-clip", float, 1.0, "clip the gradient norm to this (0: off)"),
         ("--seed", int, 1337, "random seed (model init; batch sampling uses seed and rank)"),
@@ -134,9 +134,12 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     choices = {"--dtype": ["auto", "float32", "bfloat16", "float16"], "--recipe": list(recipes.RECIPES)}
     choices |= recipes.flag_choices()
     p = table_parser("pretrain.py", description, FLAGS, choices, suppress_defaults)
+    parts = recipes.flag_ranges()  # their help gives their range already
     for action in p._actions:  # the kinds registered when the parser is built (plug-ins too), from the registry
         if action.dest == "tokenizer":
             action.help = f"SPEC of the token files, as data.py took it: {kind_help()}"
+        elif action.dest in RANGES and action.dest not in parts and action.dest != "dropout":
+            action.help += f" ({range_text(RANGES[action.dest])})"
     return p
 
 
@@ -160,7 +163,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
         vars(args).update(recipes.Recipe.from_flags(vars(args), checked).flags())
     except ValueError as e:
         parser.error(str(e))
-    if args.min_lr > args.lr and "min_lr" in explicit:
+    why = recipes.model_error(vars(args))  # the soft-cap's 0 or 0.01 .. 10000
+    if why:
+        parser.error(why)
+    if args.min_lr > args.lr and "min_lr" in explicit and not args.resume:  # a --resume keeps the run's own
         parser.error(f"--min-lr {args.min_lr} is above --lr {args.lr} (the peak learning rate)")
     args.min_lr = min(args.min_lr, args.lr)  # a --lr below the default --min-lr: no rise at the end
     if args.bpe and args.tokenizer is not None:
@@ -259,6 +265,7 @@ def train_in(
     ckpt = resume.read_resumable(files.ckpt) if args.resume else None
     if ckpt is not None:
         resume.check_recipe(ckpt, files.ckpt, args.recipe, explicit)  # a run from before recipes is gpt2
+        resume.check_stored_flags(ckpt, files.ckpt, build_parser(), RANGES)
         given = vars(args)
         vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
     with_budget(args)

@@ -54,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from storygpt.atomic import write_text  # noqa: E402
-from storygpt.cli import ToolParser  # noqa: E402
+from storygpt.cli import ToolParser, check_output  # noqa: E402
 from storygpt.compare.settings import DEFAULT_BUDGET_FLOPS, EVALS_PER_RUN  # noqa: E402
 from storygpt.model.presets import PRESETS  # noqa: E402
 
@@ -280,7 +280,10 @@ def budget_table(results: list[dict]) -> str:
 
 def positive_number(text: str) -> float:
     """argparse type: a finite number above 0 (a multiple of the default budget)."""
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
     return value
@@ -342,7 +345,8 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, int]:
     if args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
     if any(not 0 <= seed < 2**63 for seed in args.seeds):
-        p.error(f"--seeds must lie in 0 .. 2**63-1, got {args.seeds}")
+        p.error(f"--seeds must be in 0 .. {2**63 - 1}, got {' '.join(map(str, args.seeds))}")
+    check_output(p, "--out", args.out, folder=True)
     try:
         slug = parse_spec(args.tokenizer).slug
     except (SpecError, ValueError, FileNotFoundError) as e:
@@ -350,7 +354,10 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, int]:
     tok_file = Path(args.data) / f"tokenizer-{slug}.json"
     if not tok_file.is_file():
         p.error(f"{tok_file}: no such tokenizer file (python data.py --tokenizer {args.tokenizer} first)")
-    return args, load_tokenizer(tok_file).vocab_size
+    try:
+        return args, load_tokenizer(tok_file).vocab_size
+    except (OSError, ValueError) as e:  # TokenizerFileError is a ValueError
+        p.error(f"{tok_file}: {e}")
 
 
 def main() -> None:

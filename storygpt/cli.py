@@ -53,6 +53,10 @@ def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace, rang
             parser.error(why)
 
 
+def _bound(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 def range_error(name: str, value, bounds: tuple) -> str | None:
     """``"NAME must be ..., got VALUE"`` when the number ``value`` lies outside ``bounds`` (``(low, high)`` or
     ``(low, high, "strict")``, as :func:`check_ranges` takes them) or is not finite, else None."""
@@ -60,11 +64,11 @@ def range_error(name: str, value, bounds: tuple) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name} must be a finite number, got {value}"
     if strict and high is not None and not low < value <= high:
-        return f"{name} must be above {low} and at most {high}, got {value}"
+        return f"{name} must be above {_bound(low)} and at most {_bound(high)}, got {value}"
     if high is not None and not low <= value <= high:
-        return f"{name} must be in {low} .. {high}, got {value}"
+        return f"{name} must be in {_bound(low)} .. {_bound(high)}, got {value}"
     if low is not None and (value <= low if strict else value < low):
-        return f"{name} must be {'>' if strict else '>='} {low}, got {value}"
+        return f"{name} must be {'>' if strict else '>='} {_bound(low)}, got {value}"
     return None
 
 
@@ -72,8 +76,38 @@ def range_text(bounds: tuple) -> str:
     """``bounds`` (as :func:`check_ranges` takes them) in words: ``"0 .. 0.999"``, ``"above 0, at most 1"``, ``">= 0"``."""
     low, high, *strict = bounds
     if high is None:
-        return f"{'>' if strict else '>='} {low}"
-    return f"above {low}, at most {high}" if strict else f"{low} .. {high}"
+        return f"{'>' if strict else '>='} {_bound(low)}"
+    return f"above {_bound(low)}, at most {_bound(high)}" if strict else f"{_bound(low)} .. {_bound(high)}"
+
+
+def stored_flag_error(parser: argparse.ArgumentParser, saved: dict, ranges: dict, skip=frozenset()) -> str | None:
+    """Why ``saved`` (a run's flags as stored: dest -> value) could not have come from ``parser``: a number flag
+    (``type`` int or float) or a yes/no flag (``store_true``) holding another type, a None where the flag has a
+    default, or a number outside ``ranges``; else None.  Dests in ``skip`` and dests not stored are not checked.
+    The message names the flag, e.g. ``--lr must be a number, got 'abc'``."""
+    for action in parser._actions:
+        dest = action.dest
+        if dest in skip or dest not in saved or not action.option_strings:
+            continue
+        flag, value = action.option_strings[-1], saved[dest]
+        if isinstance(action, argparse._StoreTrueAction):
+            if not isinstance(value, bool):
+                return f"{flag} must be a yes/no (a bool), got {value!r}"
+            continue
+        if action.type not in (int, float):
+            continue
+        if value is None:
+            if action.default is None:
+                continue
+            return f"{flag} must be a number, got None"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{flag} must be a number, got {value!r}"
+        if action.type is int and not isinstance(value, int):
+            return f"{flag} must be a whole number, got {value!r}"
+        why = range_error(flag, value, ranges[dest]) if dest in ranges else None
+        if why:
+            return why
+    return None
 
 
 def check_output(parser: argparse.ArgumentParser, flag: str, path, folder: bool = False) -> None:

@@ -385,7 +385,7 @@ def scope(gs) -> str:
     size = f"{human(r.params_non_embedding or r.params)} {'non-embedding ' if r.params_non_embedding else ''}parameters"
     cfg = (r.provenance or {}).get("config") or {}
     if cfg.get("n_layer") and cfg.get("n_embd"):
-        size = f"{cfg['n_layer']} layers, width {cfg['n_embd']} ({size})"
+        size = f"{cfg['n_layer']} layer{'s' if cfg['n_layer'] != 1 else ''}, width {cfg['n_embd']} ({size})"
     recipes = sorted({str(x.recipe) for g in gs for x in g.runs if x.recipe}) or ["not recorded"]
     budget = f"{number(gs[0].budget)} {BUDGETS[budget_kind(r.budget)][2]}" if gs[0].budget else "its budget"
     return f"at {budget}, {size}, recipe {', '.join(recipes)}"

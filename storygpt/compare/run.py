@@ -147,6 +147,7 @@ OWN_FLAGS = {
     "resume": None,
     "force": None,
     "no_progress": None,
+    "dry_run": None,
 }
 
 
@@ -169,9 +170,14 @@ def check_pretrain_args(pretrain_args: list[str], forwarded: list[str]) -> None:
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE, timeout=120)
         if done.returncode != 0:
             raise CompareError(f"{shown}: {(done.stderr.strip().splitlines() or [f'exit {done.returncode}'])[-1]}")
-        return json.loads(done.stdout)
+        try:
+            return json.loads(done.stdout)
+        except ValueError:  # --help: pretrain.py printed its help and stopped
+            raise CompareError(
+                f"{shown}: pretrain.py printed no settings (a --help?); give flags for training"
+            ) from None
 
-    dests = set(dry_run([])) - {"run_folder"}  # every pretrain.py flag, by dest name
+    dests = set(dry_run([])) - {"run_folder"} | {"dry_run"}  # every pretrain.py flag, by dest name
     for word in pretrain_args:
         if not word.startswith("--"):
             continue
@@ -179,9 +185,12 @@ def check_pretrain_args(pretrain_args: list[str], forwarded: list[str]) -> None:
         matches = [name] if name in dests else [d for d in dests if d.startswith(name)]  # argparse's abbreviations
         if len(matches) == 1 and matches[0] in OWN_FLAGS:
             flag, instead = "--" + matches[0].replace("_", "-"), OWN_FLAGS[matches[0]]
-            raise CompareError(
-                f"{shown}: {flag} is set by compare.py for every run" + (f"; use {instead}" if instead else "")
+            why = (
+                f"is set by compare.py for every run; use {instead}"
+                if instead
+                else "is compare.py's to decide for every run"
             )
+            raise CompareError(f"{shown}: {flag} {why}")
     dry_run(forwarded + pretrain_args)
 
 
@@ -533,6 +542,9 @@ def compare(args, argv: list[str]) -> int:
     every check, then data, the thread probe, training and measuring, then the report; returns the exit
     status (2 after a one-line error, 130 after Ctrl-C)."""
     t_start = time.perf_counter()
+    for name in ("pretrain_args", "data_args"):  # argparse reads --pretrain-args=-- (the end of flags) as a list
+        if not isinstance(getattr(args, name), str):
+            setattr(args, name, " ".join(getattr(args, name)))
     try:
         check_arguments(args)
         texts = args.specs or list(DEFAULT_SPECS)

@@ -28,7 +28,7 @@ GGUF_ARCH = {"gpt2": "gpt2", "gpt_neox": "gptneox"}
 #: The exported architectures llama.cpp cannot run exactly, and why (one line each).
 NO_GGUF = {
     "nanochat": "llama.cpp has no NanoChat architecture (gguf's MODEL_ARCH has none), and none of its "
-    "architectures has NanoChat's RMSNorm after the token embedding with a final logit soft-cap",
+    "architectures combines NanoChat's parts (a weightless RMSNorm after the token embedding, QK-norm, a ReLU^2 MLP)",
     "qwen3": "llama.cpp's qwen3 computes a SiLU-gated MLP (GGUF has no key to choose another activation); "
     "storygpt's ReLU^2 is exact in transformers' Qwen3 only as relu(gate) * up",
     "llama": "llama.cpp's llama computes a SiLU-gated MLP (GGUF has no key to choose another activation); "

@@ -108,8 +108,8 @@ class GPTConfig:
     zero_init: bool = part(False, "output projections start at zero (on/off)", {"modern": True})
     logit_softcap: float = part(
         0.0,
-        "logits c*tanh(z/c) with this c (0: off; c > 0: no exact stock equivalent once trained, export.py refuses it)",
-        range=(0, None),
+        "logits c*tanh(z/c) with this c: 0 (off) or 0.01 .. 10000 (c > 0: no exact stock equivalent once trained, "
+        "export.py refuses it)",
     )
     bias: bool = part(True, "biases in linear layers and LayerNorms (on/off)", {"modern": False})
     embed_norm: bool = part(

@@ -11,6 +11,7 @@ nothing lists them by hand.  Why these parts (ablations): docs/training.md; expo
 
 from __future__ import annotations
 
+import re
 from dataclasses import MISSING, dataclass, fields
 
 from ..cli import range_error, range_text
@@ -43,6 +44,8 @@ RECIPES: dict[str, dict] = {
     name: {_flag(f, p): p.values.get(name, f.default) for cls in (GPTConfig, OptimConfig) for f, p in _parts(cls)}
     for name in NAMES
 }
+#: OptimConfig fields that are recipe parts.
+OPTIM_PARTS = tuple(f.name for f, _ in _parts(OptimConfig))
 #: pretrain.py flags (dest names) that only one optimizer kind reads.
 OPTIMIZER_FLAGS = {kind: tuple(f.name for f in fields(OptimConfig) if reader(f) == kind) for kind in ("adamw", "muon")}
 #: The recipe whose optimizer each kind is.
@@ -163,14 +166,13 @@ def foreign_flag(optimizer: str, explicit: set[str], recipe: str | None = None) 
 
 def legacy_args(saved: dict) -> dict:
     """A stored run's flags with the recipe flags filled in: a run from before recipes is ``gpt2``, and a
-    part the run does not record (missing, or None where None is not a value of the part) takes its field's
-    default (the model or optimizer of before the part)."""
+    part the run does not record takes its field's default (the model or optimizer of before the part).
+    A part stored as None is left None (no version wrote one; :func:`stored_error` refuses it)."""
     out = dict(saved)
     out.setdefault("recipe", LEGACY)
     for cls in (GPTConfig, OptimConfig):
         for f, p in _parts(cls):
-            if out.get(_flag(f, p)) is None:
-                out[_flag(f, p)] = None if f.default is MISSING else f.default
+            out.setdefault(_flag(f, p), None if f.default is MISSING else f.default)
     return out
 
 
@@ -198,6 +200,16 @@ def stored_error(saved: dict) -> str | None:
                 return f"{flag} must be a whole number, got {value!r}"
             elif p.range and range_error(flag, value, p.range):
                 return range_error(flag, value, p.range)
+    return model_error(saved)
+
+
+def model_error(flags: dict) -> str | None:
+    """Why the model parts in ``flags`` (dest -> value) make no :class:`GPTConfig` (its own checks: the
+    soft-cap's 0 or 0.01 .. 10000, the embedding's std), naming the flag; else None."""
+    try:
+        GPTConfig(**{k: flags[k] for k in ARCH})
+    except (ValueError, TypeError) as e:
+        return re.sub(r"GPTConfig\.(\w+)", lambda m: "--" + m.group(1).replace("_", "-"), str(e))
     return None
 
 

@@ -64,8 +64,10 @@ def check_recipe(ckpt: dict, path: Path, recipe: str, explicit: set[str]) -> Non
             in ``explicit`` and not the stored recipe, which it names; a flag of the other optimizer kind than
             the run's, or ``--decay-fraction`` on a run without the ``wsd`` schedule.
     """
+    if not isinstance(ckpt.get("args"), dict):
+        raise RunError(f"--resume: {show(path)} holds no flags (its args are {type(ckpt.get('args')).__name__})")
     ckpt["args"] = recipes.legacy_args(ckpt["args"])
-    why = recipes.stored_error(ckpt["args"])
+    why = recipes.stored_error(ckpt["args"]) or disagreement(ckpt)
     if why:
         raise RunError(f"--resume: {show(path)} holds a bad setting: {why}; the checkpoint is kept unchanged")
     stored = ckpt["args"]["recipe"]
@@ -77,7 +79,57 @@ def check_recipe(ckpt: dict, path: Path, recipe: str, explicit: set[str]) -> Non
     try:
         recipes.Recipe.from_flags(ckpt["args"], explicit)
     except ValueError as e:
-        raise RunError(f"--resume: {show(path)} is a --recipe {stored} run: {e}") from None
+        raise RunError(
+            f"--resume: {show(path)} is a --recipe {stored} run: {e} (a resumed run keeps its parts)"
+        ) from None
+
+
+#: Flags (dest) stored beside the model's config, which must agree with it: the shape and every model part.
+SHAPE = ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta")
+
+
+def disagreement(ckpt: dict) -> str | None:
+    """Where a checkpoint's stored flags (after :func:`storygpt.model.recipes.legacy_args`) disagree with its
+    model config (the shape, the model parts, rotary or learned positions) or its optimizer (``optim``: the
+    optimizer parts), else None.  Only an edited checkpoint disagrees: both are written from one run."""
+    from storygpt.model.config import OptimConfig
+
+    args, config, optim = ckpt["args"], ckpt.get("config"), ckpt.get("optim")
+    if isinstance(config, dict):  # a key either lacks (a run from before it) is not compared
+        for key in (*SHAPE, *recipes.ARCH):
+            if key in args and key in config and args[key] != config[key]:
+                return f"--{key.replace('_', '-')} {args[key]!r} in its flags, {config[key]!r} in its model config"
+        if "rope" in args and "position" in config and ("rope" if args["rope"] else "learned") != config["position"]:
+            return f"--rope {args['rope']!r} in its flags, position {config['position']!r} in its model config"
+    if isinstance(optim, dict):
+        try:
+            stored = OptimConfig.from_dict(optim)
+        except (TypeError, ValueError) as e:
+            return f"its optimizer settings (optim): {e}"
+        mine = recipes.Recipe.from_flags(args).optim
+        for key in (k for k in recipes.OPTIM_PARTS if k in optim):
+            if getattr(mine, key) != getattr(stored, key):
+                flag = "--optimizer" if key == "kind" else "--" + key.replace("_", "-")
+                return f"{flag} {getattr(mine, key)!r} in its flags, {getattr(stored, key)!r} in its optimizer settings"
+    return None
+
+
+def check_stored_flags(ckpt: dict, path: Path, parser, ranges: dict) -> None:
+    """On resume, after :func:`check_recipe`: the run's other stored flags (``parser``'s number and yes/no flags,
+    within ``ranges``; a tokenizer SPEC) are what the parser could have given.
+
+    Raises:
+        RunError: the first flag that is not, named (an edited or damaged checkpoint).
+    """
+    from storygpt.cli import stored_flag_error
+
+    skip = set(recipes.RECIPES["modern"]) | {"recipe"}  # the parts: check_recipe
+    saved = ckpt["args"]
+    why = stored_flag_error(parser, saved, ranges, skip)
+    if why is None and not isinstance(saved.get("tokenizer"), str):
+        why = f"--tokenizer must be a SPEC, got {saved.get('tokenizer')!r}"
+    if why:
+        raise RunError(f"--resume: {show(path)} holds a bad setting: {why}; the checkpoint is kept unchanged")
 
 
 def resumed_args(

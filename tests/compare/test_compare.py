@@ -491,6 +491,14 @@ def test_step_estimates_and_budget_warnings():
         (["byte", "--pretrain-args=--max-steps 3"], "--max-steps is set by compare.py for every run; use the budget"),
         (["byte", "--pretrain-args=--seed=4"], "--seed is set by compare.py for every run; use --seed and --seeds"),
         (["byte", "--pretrain-args=--n-layer 9"], "--n-layer is set by compare.py for every run; use --n-layer"),
+        (
+            ["byte", "--pretrain-args=--dry"],
+            "--pretrain-args '--dry': --dry-run is compare.py's to decide for every run",
+        ),
+        (["byte", "--pretrain-args=--force"], "--force is compare.py's to decide for every run"),
+        (["byte", "--pretrain-args=--help"], "'--help': pretrain.py printed no settings (a --help?)"),
+        (["byte", "--pretrain-args=-h"], "'-h': pretrain.py printed no settings (a --help?)"),
+        (["byte", "--pretrain-args=--", "--seeds", "0"], "--seeds must be in 1 .. 1000, got 0"),  # was AttributeError
     ],
 )
 def test_bad_input_is_one_line(argv, message, tmp_path):

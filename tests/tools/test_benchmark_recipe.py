@@ -24,7 +24,8 @@ def recipe():
         (["--multiples", "1", "0"], "argument --multiples: must be a finite number above 0, got 0"),
         (["--presets", "nosuch"], "argument --presets: invalid choice: 'nosuch'"),
         (["--tokenizer", "bogus:1"], "--tokenizer bogus:1: unknown tokenizer SPEC 'bogus:1'"),
-        (["--seeds", "-1"], "--seeds must lie in 0 .. 2**63-1, got [-1]"),
+        (["--seeds", "-1"], "--seeds must be in 0 .. 9223372036854775807, got -1"),
+        (["--multiples", "abc"], "argument --multiples: must be a finite number above 0, got abc"),
         (["--jobs", "0"], "--jobs must be at least 1, got 0"),
         (["--variants", "nosuch"], "argument --variants: invalid choice: 'nosuch'"),
     ],
@@ -48,3 +49,15 @@ def test_help_explains_every_flag_and_variant(recipe):
         assert action.help, action.option_strings
     for name, flags in recipe.VARIANTS.items():
         assert f"  {name:<21} {' '.join(flags)}" in text
+
+
+def test_a_corrupt_tokenizer_file_and_a_file_for_out_are_one_line(recipe, capsys, tmp_path):
+    (tmp_path / "tokenizer-byte.json").write_text("garbage")
+    with pytest.raises(SystemExit):
+        recipe.parse(["--data", str(tmp_path), "--tokenizer", "byte"])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"recipe.py: error: {tmp_path}/tokenizer-byte.json: ")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):
+        recipe.parse(["--data", str(tmp_path), "--tokenizer", "byte", "--out", str(tmp_path / "file")])
+    assert capsys.readouterr().err.strip() == f"recipe.py: error: --out {tmp_path / 'file'}: not a folder"

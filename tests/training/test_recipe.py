@@ -458,8 +458,8 @@ def test_an_embedding_std_out_of_range_is_refused(std):
 
 
 def test_bad_embedding_flags_are_one_line_errors(capsys):
-    assert "--embed-std must be above 0.0 and at most 10.0, got 0.0" in parse_error(capsys, "--embed-std", "0")
-    assert "--embed-std must be above 0.0 and at most 10.0, got 11.0" in parse_error(capsys, "--embed-std", "11")
+    assert "--embed-std must be above 0 and at most 10, got 0.0" in parse_error(capsys, "--embed-std", "0")
+    assert "--embed-std must be above 0 and at most 10, got 11.0" in parse_error(capsys, "--embed-std", "11")
     assert "--embed-std must be a finite number, got nan" in parse_error(capsys, "--embed-std", "nan")
     assert "on or off" in parse_error(capsys, "--embed-norm", "yes")
 
@@ -577,14 +577,76 @@ def test_a_checkpoint_with_a_bad_stored_part_is_refused_naming_it(stored, why, t
     assert line == f"--resume: {path} holds a bad setting: {why}; the checkpoint is kept unchanged"
 
 
-def test_a_stored_none_part_means_what_a_missing_one_means():
-    """A part stored as None goes on as the part's field default, as a part not stored at all (before, None
-    took today's recipe's value); a rate stored as None stays None (the width rule)."""
-    old = {"recipe": "modern", "optimizer": "muon"}
-    none = legacy_args({**old, "schedule": None, "momentum": None, "embed_norm": None, "matrix_lr": None})
-    missing = legacy_args(old)
-    assert (none["schedule"], none["momentum"], none["embed_norm"]) == ("cosine", 0.95, False)
-    assert all(none[k] == missing[k] for k in missing) and none["matrix_lr"] is None
+def test_a_part_stored_as_none_is_refused_a_missing_one_is_the_part_of_before(tmp_path):
+    """No version stored None for a part (an edited checkpoint: refused); a part not stored is a run from before
+    it (its field's default); a rate stored as None is the width rule."""
+    path = tmp_path / "ckpt.pt"
+    for part, why in [
+        ("schedule", "--schedule must be one of cosine, wsd, got None"),
+        ("optimizer", "--optimizer must be one of adamw, muon, got None"),
+        ("embed_norm", "--embed-norm must be on or off (a bool), got None"),
+        ("momentum", "--momentum must be a number, got None"),
+    ]:
+        ckpt = {"args": {**Recipe.named("modern").flags(), part: None}}
+        assert resume_error(ckpt, path, "modern", {"resume"}).endswith(
+            f"bad setting: {why}; the checkpoint is kept unchanged"
+        )
+    missing = legacy_args({"recipe": "modern", "optimizer": "muon"})
+    assert (missing["schedule"], missing["momentum"], missing["embed_norm"]) == ("cosine", 0.95, False)
+    assert Recipe.from_flags({**Recipe.named("modern").flags(), "matrix_lr": None}).optim.matrix_lr is None
+
+
+def test_stored_flags_that_disagree_with_the_stored_model_or_optimizer_are_refused(tmp_path):
+    """An edited ckpt.pt whose flags say another model or optimizer than its config and optim (they were a
+    state_dict or param_groups traceback after the data was loaded)."""
+    path = tmp_path / "ckpt.pt"
+    flags = Recipe.named("modern").flags()
+    config = Recipe.named("modern").config(**SHAPE, position="rope")
+    base = {"config": config.to_dict(), "optim": Recipe.named("modern").optim.to_dict()}
+    shape = {k: config.to_dict()[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout", "rope_theta")}
+    good = {**base, "args": {**flags, **shape, "rope": True}}
+    from storygpt.train.resume import check_recipe
+
+    check_recipe(good, path, "modern", {"resume"})
+    for change, why in [
+        ({"norm": "layernorm"}, "--norm 'layernorm' in its flags, 'rmsnorm' in its model config"),
+        ({"n_layer": 3}, "--n-layer 3 in its flags, 2 in its model config"),
+        ({"rope": False}, "--rope False in its flags, position 'rope' in its model config"),
+        ({"optimizer": "adamw"}, "--optimizer 'adamw' in its flags, 'muon' in its optimizer settings"),
+        ({"momentum": 0.9}, "--momentum 0.9 in its flags, 0.85 in its optimizer settings"),
+    ]:
+        ckpt = {**base, "args": {**good["args"], **change}}
+        assert resume_error(ckpt, path, "modern", {"resume"}).endswith(
+            f"bad setting: {why}; the checkpoint is kept unchanged"
+        )
+    assert "holds no flags (its args are list)" in resume_error({**base, "args": []}, path, "modern", {"resume"})
+
+
+def test_other_stored_flags_of_the_wrong_type_or_range_are_refused(tmp_path):
+    from storygpt.train.resume import check_stored_flags
+    from storygpt.train.runfolder import RunError
+
+    path = tmp_path / "ckpt.pt"
+    args, _ = pretrain.parse(["--tokenizer", "byte"])
+    check_stored_flags({"args": vars(args)}, path, pretrain.build_parser(), pretrain.RANGES)
+    for change, why in [
+        ({"lr": "abc"}, "--lr must be a number, got 'abc'"),
+        ({"lr": True}, "--lr must be a number, got True"),
+        ({"lr": float("nan")}, "--lr must be a finite number, got nan"),
+        ({"weight_decay": -5.0}, "--weight-decay must be >= 0, got -5.0"),
+        ({"batch_size": 0}, "--batch-size must be >= 1, got 0"),
+        ({"block_size": None}, "--block-size must be a number, got None"),
+        ({"compile": "no"}, "--compile must be a yes/no (a bool), got 'no'"),
+        ({"tokenizer": None}, "--tokenizer must be a SPEC, got None"),
+    ]:
+        with pytest.raises(RunError) as e:
+            check_stored_flags({"args": {**vars(args), **change}}, path, pretrain.build_parser(), pretrain.RANGES)
+        assert str(e.value) == f"--resume: {path} holds a bad setting: {why}; the checkpoint is kept unchanged"
+
+
+def test_the_soft_cap_flag_is_refused_between_0_and_its_least_value(capsys):
+    line = parse_error(capsys, "--logit-softcap", "0.001")
+    assert line == "pretrain.py: error: --logit-softcap must be 0 (off) or from 0.01 to 10000, got 0.001"
 
 
 def test_resume_checks_the_flags_given_against_the_runs_own_recipe(tmp_path, capsys):
@@ -626,4 +688,7 @@ def test_part_flags_help_gives_ranges_and_values():
         rows["--momentum"] == "muon: Muon's momentum (Nesterov), 0 .. 0.999; modern: 0.85, gpt2 --optimizer muon: 0.95"
     )
     assert rows["--decay-fraction"].endswith("above 0, at most 1; every recipe: 0.6")
-    assert rows["--embed-std"].endswith("above 0.0, at most 10.0; gpt2: 0.02, modern: 0.8")
+    assert rows["--embed-std"].endswith("above 0, at most 10; gpt2: 0.02, modern: 0.8")
+    flags = {a.option_strings[-1]: a.help for a in pretrain.build_parser()._actions if a.option_strings}
+    assert flags["--seed"].endswith("(0 .. 9223372036854775807)") and flags["--lr"].endswith("(>= 0)")
+    assert flags["--minutes"].endswith("(> 0)") and flags["--batch-size"].endswith("(>= 1)")
