@@ -96,18 +96,22 @@ def stored_flag_error(parser: argparse.ArgumentParser, saved: dict, ranges: dict
             continue
         if action.type not in (int, float):
             continue
-        if value is None:
-            if action.default is None:
-                continue
-            return f"{flag} must be a number, got None"
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{flag} must be a number, got {value!r}"
-        if action.type is int and not isinstance(value, int):
-            return f"{flag} must be a whole number, got {value!r}"
-        why = range_error(flag, value, ranges[dest]) if dest in ranges else None
+        if value is None and action.default is None:
+            continue
+        why = number_error(flag, value, action.type is int, ranges.get(dest))
         if why:
             return why
     return None
+
+
+def number_error(name: str, value, whole: bool = False, bounds: tuple | None = None) -> str | None:
+    """Why a stored ``value`` is not a number of its flag ``name``: not an int or float (a bool, None, text),
+    not whole where ``whole``, or outside ``bounds`` (:func:`range_error`); else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{name} must be a number, got {value!r}"
+    if whole and not isinstance(value, int):
+        return f"{name} must be a whole number, got {value!r}"
+    return range_error(name, value, bounds) if bounds else None
 
 
 def check_output(parser: argparse.ArgumentParser, flag: str, path, folder: bool = False) -> None:

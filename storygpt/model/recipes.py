@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, dataclass, fields
 
-from ..cli import range_error, range_text
+from ..cli import number_error, range_text
 from .config import GPTConfig, OptimConfig, reader
 
 #: The recipes, by name (each part's value in a recipe: its field's ``Part.values``).
@@ -194,12 +194,8 @@ def stored_error(saved: dict) -> str | None:
             elif isinstance(f.default, bool):
                 if not isinstance(value, bool):
                     return f"{flag} must be on or off (a bool), got {value!r}"
-            elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                return f"{flag} must be a number, got {value!r}"
-            elif isinstance(f.default, int) and not isinstance(value, int):
-                return f"{flag} must be a whole number, got {value!r}"
-            elif p.range and range_error(flag, value, p.range):
-                return range_error(flag, value, p.range)
+            elif why := number_error(flag, value, isinstance(f.default, int), p.range):
+                return why
     return model_error(saved)
 
 

@@ -123,7 +123,7 @@ def check_stored_flags(ckpt: dict, path: Path, parser, ranges: dict) -> None:
     """
     from storygpt.cli import stored_flag_error
 
-    skip = set(recipes.RECIPES["modern"]) | {"recipe"}  # the parts: check_recipe
+    skip = set(recipes.RECIPES[recipes.DEFAULT]) | {"recipe"}  # every part (each recipe lists them all): check_recipe
     saved = ckpt["args"]
     why = stored_flag_error(parser, saved, ranges, skip)
     if why is None and not isinstance(saved.get("tokenizer"), str):
