@@ -7,7 +7,7 @@ Loss per token cannot compare a word-level model with a BPE model (their
 tokens are different units); bits per character can: each model encodes the
 same characters with its own tokenizer, the cross-entropy of every predicted
 token is added up (in nats), and the total is divided by ln 2 times the number
-of characters.  The exact counting is in ``storygpt/evaluate.py`` and
+of characters.  The exact counting is in ``storygpt/eval/bits.py`` and
 ``docs/bits.md``.
 """
 
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure on this UTF-8 file (documents separated by lines '<|endoftext|>') instead of the "
         "validation split <data_dir>/valid.txt of the corpus the checkpoints were trained on",
     )
-    from storygpt.compare.sections import add_arguments
+    from storygpt.eval.sections import add_arguments
 
     add_arguments(ap)
     ap.add_argument(
@@ -229,7 +229,7 @@ def load_text(args, loaded) -> tuple[list[str], str]:
         ValueError: checkpoints trained on different held-out text without --text.
         FileNotFoundError: a missing --text file or validation split.
     """
-    from storygpt.evaluate import read_documents, take_characters
+    from storygpt.eval.bits import read_documents, take_characters
 
     n = args.chars if args.chars > 0 else None
     if args.text:
@@ -326,7 +326,7 @@ def pick_threads(model, tok, docs, block_size: int, dtype) -> int:
     """Time one batch of the text's first windows on 1 thread and on all usable cores; the faster count."""
     import torch
 
-    from storygpt.evaluate import default_batch_size, window_nats
+    from storygpt.eval.bits import default_batch_size, window_nats
     from storygpt.runtime import autocast_for, fastest_threads, usable_cores
 
     cores = usable_cores()
@@ -359,9 +359,9 @@ RANGES = {
 
 
 def texts_to_measure(args, loaded, eval_sets):
-    """The texts every checkpoint is measured on (storygpt.compare.measure.Text): the held-out text (--text or
+    """The texts every checkpoint is measured on (storygpt.eval.measure.Text): the held-out text (--text or
     valid.txt, its documents its sets) first, then each --eval set; and the source shown."""
-    from storygpt.compare.measure import texts_of
+    from storygpt.eval.measure import texts_of
 
     docs, source = load_text(args, loaded)
     texts = texts_of(docs, Path(source), named=not args.text)
@@ -401,11 +401,11 @@ def main(argv: list[str] | None = None) -> int:
             raise FileNotFoundError(f"--text {args.text}: is a folder, not a text file")
         if args.text and not Path(args.text).is_file():
             raise FileNotFoundError(f"--text file not found: {args.text}")
-        from storygpt.compare.perturb import parse_kinds
         from storygpt.data.evalsets import read_eval_sets
+        from storygpt.eval.perturb import parse_kinds
 
         kinds = parse_kinds(args.perturb)
-        from storygpt.evaluate import take_characters
+        from storygpt.eval.bits import take_characters
 
         n = args.chars if args.chars > 0 else None
         eval_sets = read_eval_sets(args.eval, lambda docs: take_characters(docs, n))  # before any model loads
@@ -414,16 +414,16 @@ def main(argv: list[str] | None = None) -> int:
         from storygpt import load_checkpoint
         from storygpt.checkpoint import data_dir_of, resolve_checkpoint, trained_of
         from storygpt.cli import show
-        from storygpt.compare.measure import add_set_blocks, measure_text, save_losses
-        from storygpt.compare.sections import (
+        from storygpt.data.evalsets import summarize
+        from storygpt.eval.bits import count_characters
+        from storygpt.eval.measure import add_set_blocks, measure_text, save_losses
+        from storygpt.eval.sections import (
             diff_section,
             format_extras,
             perturb_rows,
             run_vocab_health,
             training_word_counts,
         )
-        from storygpt.data.evalsets import summarize
-        from storygpt.evaluate import count_characters
         from storygpt.runtime import pick_dtype, resolve_device
 
         if args.diff and resolve_checkpoint(args.diff[0]).resolve() == resolve_checkpoint(args.diff[1]).resolve():
@@ -512,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
             known = "under_trained" in ckpt["trained"]
             rows[-1]["status"] = status_of(rows[-1]["under_trained"], rows[-1]["lossy"], known)
             if args.block_chars is not None:
-                from storygpt.compare.heldout import block_losses, intrinsic_measures
+                from storygpt.eval.heldout import block_losses, intrinsic_measures
 
                 blocks = block_losses(tok, texts[0].documents, measured[0].token_nats, args.block_chars)
                 rows[-1].update(

@@ -22,7 +22,6 @@ import sys
 
 from storygpt.cli import ToolParser, check_ranges
 from storygpt.compare import executors
-from storygpt.compare.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.compare.run import PROG, compare, rerun
 from storygpt.compare.settings import (
     DEFAULT_BITS_CHARS,
@@ -32,6 +31,7 @@ from storygpt.compare.settings import (
     EVALS_PER_RUN,
     number,
 )
+from storygpt.eval.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model.recipes import DEFAULT as RECIPE_DEFAULT
 from storygpt.model.recipes import RECIPES
@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the first training run, and use the faster for every run)",
     )
     g.add_argument("--verbose", action="store_true", help="show the tools' output instead of only writing it to logs")
-    from storygpt.compare.tasks_section import add_arguments as add_task_arguments
+    from storygpt.tasks.report_section import add_arguments as add_task_arguments
 
     add_task_arguments(p)
     executors.add_arguments(p)
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
     executors.check_engine_flags(parser, args)
-    from storygpt.compare.tasks_section import check_arguments as check_task_arguments
+    from storygpt.tasks.report_section import check_arguments as check_task_arguments
 
     check_task_arguments(parser, args)
     if args.rerun is not None:

@@ -236,7 +236,7 @@ def with_budget(args) -> None:
 
 def session(args, explicit: set[str], dist: runtime.Dist, stop: runtime.StopFlag) -> dict:
     from storygpt.data.evalsets import read_eval_sets
-    from storygpt.evaluate import take_characters
+    from storygpt.eval.bits import take_characters
 
     try:  # every --eval file is read before the run folder is touched
         eval_sets = read_eval_sets(args.eval, lambda docs: take_characters(docs, args.eval_chars))

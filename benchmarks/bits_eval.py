@@ -19,7 +19,7 @@ wall time of ``--repeat`` runs of each and the ratio.  State the machine load wi
     python benchmarks/bits_eval.py A.pt B.pt C.pt D.pt --chars 500000 --sets-attribution
 
 * ``today``: ``evaluate_bits`` once per checkpoint (bits.py's one forward pass per model);
-* ``sets+attribution``: ``storygpt.compare.measure.measure_text`` per checkpoint (the same single pass,
+* ``sets+attribution``: ``storygpt.eval.measure.measure_text`` per checkpoint (the same single pass,
   keeping every token's loss, per-set figures, per-character losses), then the attribution of every
   model against the best one (character class, position, word frequency in train.txt, document, set)
   and the paired per-set intervals;
@@ -50,7 +50,7 @@ def main() -> None:
 
     from storygpt import load_checkpoint
     from storygpt.checkpoint import data_dir_of
-    from storygpt.evaluate import evaluate_bits, read_documents, take_characters, token_stream, window_nats
+    from storygpt.eval.bits import evaluate_bits, read_documents, take_characters, token_stream, window_nats
     from storygpt.runtime import fastest_threads, usable_cores
 
     default_threads = torch.get_num_threads()
@@ -97,12 +97,12 @@ def sets_attribution(args) -> None:
     import torch
 
     from storygpt import load_checkpoint
-    from storygpt.compare.attribution import attribute, splits_of
-    from storygpt.compare.charloss import count_words
-    from storygpt.compare.measure import Text, measure_text
-    from storygpt.compare.sets import block_sums, set_intervals
     from storygpt.data.evalsets import default_groups, heldout_work_names
-    from storygpt.evaluate import evaluate_bits, read_documents, take_characters
+    from storygpt.eval.attribution import attribute, splits_of
+    from storygpt.eval.bits import evaluate_bits, read_documents, take_characters
+    from storygpt.eval.charloss import count_words
+    from storygpt.eval.measure import Text, measure_text
+    from storygpt.eval.sets import block_sums, set_intervals
 
     models = [load_checkpoint(p, device="cpu") for p in args.checkpoints]
     from storygpt.checkpoint import data_dir_of
@@ -129,7 +129,7 @@ def sets_attribution(args) -> None:
                 continue
             attribute(m.char_nats, measured[best].char_nats, splits)
             blocks = {}
-            from storygpt.compare.measure import set_char_ranges
+            from storygpt.eval.measure import set_char_ranges
 
             for name, (lo, hi) in set_char_ranges(text).items():
                 blocks[name] = (block_sums(m.char_nats[lo:hi], 2000), block_sums(measured[best].char_nats[lo:hi], 2000))

@@ -29,10 +29,10 @@ def interrupt(*args, **kwargs):
 
 @fault
 def ctrl_c_while_measuring(arg: str) -> None:
-    """bits.py: Ctrl-C inside storygpt.evaluate.evaluate_bits."""
-    import storygpt.evaluate
+    """bits.py: Ctrl-C inside storygpt.eval.bits.evaluate_bits."""
+    import storygpt.eval.bits
 
-    storygpt.evaluate.evaluate_bits = interrupt
+    storygpt.eval.bits.evaluate_bits = interrupt
 
 
 @fault

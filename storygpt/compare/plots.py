@@ -157,3 +157,35 @@ def points_figure(
     if title:
         ax.set_title(title)
     return fig
+
+
+def plot_bits_per_byte(report_dir: Path, results: Sequence, title: str | None = None) -> Path:
+    """``bpb_vs_vocab.png``: the final held-out bits per byte of each tokenizer (mean over its seeds, last
+    budget; from each run's bits.json) against its vocabulary size (compare.py --bits-per-byte)."""
+    import json
+
+    import numpy as np
+
+    last = results[-1].budget
+    groups: dict[str, list] = {}
+    for r in results:
+        if r.budget == last:
+            groups.setdefault(r.spec, []).append(r)
+    bpb = {}
+    for spec, rs in groups.items():
+        vals = []
+        for r in rs:
+            [row] = json.loads((Path(r.run_dir) / "bits.json").read_text(encoding="utf-8"))["results"]
+            vals.append(float(row["bits_per_byte"]))
+        bpb[spec] = float(np.mean(vals))
+    colours = colours_for(list(groups))
+    return plot_points(
+        list(groups),
+        [rs[0].vocab_size for rs in groups.values()],
+        list(bpb.values()),
+        Path(report_dir) / "bpb_vs_vocab.png",
+        xlabel="vocabulary size",
+        ylabel="final held-out bits per byte (mean over seeds)",
+        title=title,
+        colours=[colours[s] for s in groups],
+    )

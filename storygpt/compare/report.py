@@ -72,7 +72,7 @@ class RunResult:
         under_trained: fewer steps than the warm-up or fewer than analysis.MIN_EVALS evaluations.
         lossy: round trip below 1 or a ``<unk>`` share above 0 (measured, whatever the kind).
         renyi_efficiency, vocab_used_share, mean_token_bytes: the tokenizer's own measures on the
-            held-out text (storygpt.compare.heldout).
+            held-out text (storygpt.eval.heldout).
         lr, batch_windows, dtype, threads, processes, device, recipe, cpu_time: how it was trained.
         block_nats, block_characters: cross-entropy per held-out character block (the bootstrap's data;
             in results.json, not in results.csv).

@@ -23,7 +23,6 @@ from pathlib import Path
 from storygpt.atomic import write_text
 from storygpt.compare import executors, probe, provenance, toolrun
 from storygpt.compare.analysis import MIN_EVALS
-from storygpt.compare.perturb import parse_kinds
 from storygpt.compare.settings import (
     BUDGETS,
     DEFAULT_SHAPE,
@@ -55,6 +54,7 @@ from storygpt.compare.settings import (
     train_chars_per_token,
     vocab_size_of,
 )
+from storygpt.eval.perturb import parse_kinds
 from storygpt.model.presets import PRESETS, preset
 from storygpt.model.recipes import RECIPES
 
@@ -347,9 +347,9 @@ def check_eval_names(args, data_dir: Path, bits_chars: int) -> None:
     (its works' names, or doc-N), known once the data is prepared."""
     if not args.eval or not (data_dir / "valid.txt").is_file():
         return
-    from storygpt.compare.measure import texts_of
     from storygpt.data.evalsets import read_eval_sets
-    from storygpt.evaluate import read_documents, take_characters
+    from storygpt.eval.bits import read_documents, take_characters
+    from storygpt.eval.measure import texts_of
 
     valid = data_dir / "valid.txt"
     held = {name for name, _ in texts_of(take_characters(read_documents(valid), bits_chars or None), valid)[0].sets}
@@ -681,7 +681,8 @@ def compare(args, argv: list[str]) -> int:
 
         try:
             write_report(report_dir, results, meta, curves)
-            from storygpt.compare.where import plot_bits_per_byte, write_sections
+            from storygpt.compare.plots import plot_bits_per_byte
+            from storygpt.eval.where import write_sections
 
             write_sections(report_dir, results, Path(meta.data_dir) if meta.data_dir else None)
             if args.bits_per_byte:
@@ -695,8 +696,8 @@ def compare(args, argv: list[str]) -> int:
                 f"cannot write the report in {report_dir}: {why}; the runs are finished, run again"
             ) from None
         if getattr(args, "task_names", None):  # compare.py --tasks: a section of its own (storygpt/tasks/)
-            from storygpt.compare.tasks_section import add_task_section
             from storygpt.tasks import TaskError
+            from storygpt.tasks.report_section import add_task_section
 
             try:
                 add_task_section(args, runs, results, report_dir, data_dir, args.device, threads)

@@ -58,7 +58,7 @@ def parse_eval_args(values: Sequence[str] | None) -> list[tuple[str, Path]]:
 
 def read_eval_sets(values: Sequence[str] | None, cut: Callable[[list[str]], list[str]] | None = None) -> list[EvalSet]:
     """Parse and read every ``--eval NAME=PATH``; ``cut`` (e.g. the first N characters,
-    storygpt.evaluate.take_characters) is applied to each file's documents.
+    storygpt.eval.bits.take_characters) is applied to each file's documents.
 
     Raises:
         ValueError: see :func:`parse_eval_args`; a file that is missing, a folder, empty or not UTF-8
@@ -123,7 +123,7 @@ def document_char_ranges(documents: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def target_documents(tokenizer, documents: Sequence[str]) -> np.ndarray:
-    """For each predicted token of :func:`storygpt.evaluate.token_stream`, the index of the document it
+    """For each predicted token of :func:`storygpt.eval.bits.token_stream`, the index of the document it
     belongs to (int64; a boundary eot belongs to the document before it)."""
     parts = []
     for i, d in enumerate(documents):

@@ -104,7 +104,7 @@ class SoftCappedLinear(nn.Linear):
     """The output layer with soft-capped logits: ``cap * tanh((x / cap) W^T)`` (Gemma 2, nanochat).
 
     Same parameters (and state_dict keys) as a bias-free :class:`torch.nn.Linear`, so every path
-    that computes logits from ``lm_head`` (training, ``storygpt.evaluate``, sampling) gets the cap.
+    that computes logits from ``lm_head`` (training, ``storygpt.eval.bits``, sampling) gets the cap.
     Dividing the input by ``cap`` (n_embd values per token) instead of the logits (vocab_size per
     token) and :class:`SoftCap` keep the cap's CPU cost down (docs/training.md measures it).
     """
@@ -292,7 +292,7 @@ class GPT(nn.Module):
     def hidden_states(self, idx: torch.Tensor) -> torch.Tensor:
         """The final (normed) hidden states of ``idx`` (B, T): (B, T, n_embd); ``lm_head`` of them is the logits.
 
-        For callers that apply the output layer in pieces (``storygpt.evaluate``).
+        For callers that apply the output layer in pieces (``storygpt.eval.bits``).
 
         Raises:
             ValueError: T > block_size.

@@ -32,11 +32,11 @@ def windows_to_batch(data, starts: np.ndarray, window: int, device) -> tuple[tor
 
 @dataclass(frozen=True)
 class HeldOut:
-    """A fixed held-out slice, encoded once: the bits-per-character text of storygpt.evaluate.
+    """A fixed held-out slice, encoded once: the bits-per-character text of storygpt.eval.bits.
 
-    ``stream`` is ``[eot] enc(d_1) [eot] ... enc(d_n)`` (:func:`storygpt.evaluate.token_stream`) of the
+    ``stream`` is ``[eot] enc(d_1) [eot] ... enc(d_n)`` (:func:`storygpt.eval.bits.token_stream`) of the
     first ``--eval-chars`` characters of valid.txt; every token after the first is predicted once, in
-    back-to-back windows of ``block_size`` (``windows``: :func:`storygpt.evaluate.scoring_windows`).
+    back-to-back windows of ``block_size`` (``windows``: :func:`storygpt.eval.bits.scoring_windows`).
     """
 
     stream: torch.Tensor
@@ -60,7 +60,7 @@ class HeldOut:
 def encode_heldout(tokenizer, docs: list[str], block_size: int, groups: list[tuple[str, list[int]]]) -> HeldOut:
     """Encode documents into a :class:`HeldOut` whose sets are ``groups`` ``[(name, [document indices])]``."""
     from storygpt.data.evalsets import document_units, target_documents
-    from storygpt.evaluate import count_bytes, count_characters, scoring_windows, token_stream
+    from storygpt.eval.bits import count_bytes, count_characters, scoring_windows, token_stream
 
     stream, _ = token_stream(tokenizer, docs)
     windows = list(scoring_windows(len(stream) - 1, block_size))
@@ -93,7 +93,7 @@ def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int, 
         SetNameError: an ``eval_sets`` name that is already one of the held-out works' names.
     """
     from storygpt.data.evalsets import default_groups, heldout_work_names
-    from storygpt.evaluate import read_documents, take_characters
+    from storygpt.eval.bits import read_documents, take_characters
 
     docs = take_characters(read_documents(valid_txt), eval_chars)
     groups = default_groups(len(docs), heldout_work_names(valid_txt.parent, len(docs)))
@@ -120,7 +120,7 @@ def chars_per_token(data_dir: Path, slug: str, train_tokens: int) -> float:
     Raises:
         RunError: neither file is there.
     """
-    from storygpt.evaluate import count_characters, read_documents
+    from storygpt.eval.bits import count_characters, read_documents
 
     stats = data_dir / f"stats-{slug}.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, ZeroDivisionError):

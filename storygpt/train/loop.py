@@ -25,7 +25,7 @@ import torch
 from storygpt import checkpoint
 from storygpt.checkpoint import rng_state, save_checkpoint
 from storygpt.cli import show
-from storygpt.evaluate import window_nats
+from storygpt.eval.bits import window_nats
 from storygpt.model import optim as optim_parts
 from storygpt.model.optim import OptimConfig
 from storygpt.runtime import Dist, StopFlag
@@ -278,7 +278,7 @@ def train_loss(r: Run) -> float | None:
 
 def heldout_nats(r: Run, heldout: HeldOut | None = None) -> list[float] | None:
     """``[total nats, nats of each set...]`` over a held-out text (default the slice of valid.txt; each
-    rank scores every world-th window, with the scorer of bits.py: storygpt.evaluate.window_nats); None
+    rank scores every world-th window, with the scorer of bits.py: storygpt.eval.bits.window_nats); None
     when stopped by the flag."""
     h = r.heldout if heldout is None else heldout
     mine = h.windows[r.dist.rank :: r.dist.world]

@@ -1,4 +1,4 @@
-"""compare.py --tasks: the tasks section of a report (storygpt/compare/tasks_section.py), on fake run folders
+"""compare.py --tasks: the tasks section of a report (storygpt/tasks/report_section.py), on fake run folders
 (tests/fake_runs.py, no training) whose ckpt.pt is replaced by a tiny real checkpoint."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""storygpt.compare.heldout: per-token character positions, block losses and the tokenizer's own measures, checked
+"""storygpt.eval.heldout: per-token character positions, block losses and the tokenizer's own measures, checked
 against independent computations (decoding prefixes, counting by hand); evaluate_bits' token_nats."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from storygpt.compare import heldout
-from storygpt.evaluate import evaluate_bits, token_stream
+from storygpt.eval import heldout
+from storygpt.eval.bits import evaluate_bits, token_stream
 from storygpt.tokenizers import train_bpe
 from storygpt.tokenizers.bpe import ByteTokenizer
 from storygpt.tokenizers.word import WordTokenizer

@@ -1,4 +1,4 @@
-"""compare.py's issue-33 report sections (storygpt/compare/where.py) on made-up run records: the figures
+"""compare.py's issue-33 report sections (storygpt/eval/where.py) on made-up run records: the figures
 against direct computations, the refusal of losses of different texts."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from storygpt.compare import where
-from storygpt.compare.measure import Text
-from storygpt.compare.sets import set_intervals
+from storygpt.eval import where
+from storygpt.eval.measure import Text
+from storygpt.eval.sets import set_intervals
 
 LN2 = math.log(2)
 DOCS = ["The cat sat.", "A dog ran far."]

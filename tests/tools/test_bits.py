@@ -1,4 +1,4 @@
-"""Bits per character (storygpt/evaluate.py and bits.py).
+"""Bits per character (storygpt/eval/bits.py and bits.py).
 
 The library function is checked against an independent computation (one
 target at a time, with log_softmax, the context rebuilt from the window rule
@@ -19,7 +19,7 @@ from conftest import call_tool, one_error_line, run_tool
 torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
 
-from storygpt.evaluate import (  # noqa: E402
+from storygpt.eval.bits import (  # noqa: E402
     count_characters,
     evaluate_bits,
     read_documents,
@@ -152,7 +152,7 @@ def direct_nats(model, ids, block_size, stride):
 # text handling
 # --------------------------------------------------------------------------
 def test_read_documents_drops_separator_lines_and_their_new_lines(tmp_path):
-    # bits.py reads the text with data.py's parser (storygpt.data.corpora), re-exported by storygpt.evaluate
+    # bits.py reads the text with data.py's parser (storygpt.data.corpora), re-exported by storygpt.eval.bits
     text = (
         "first doc\r\nline two\n<|endoftext|>\nsecond\n <|endoftext|> \n\n<|endoftext|>\nthird <|endoftext|> inline\n"
     )
@@ -255,7 +255,7 @@ def test_gpt_batched_output_layer_in_pieces_equals_one_window_at_a_time(stride, 
     # a GPT takes the batched path (hidden states, output layer in row blocks); the oracle is the plain
     # forward() one window at a time, and the per-target direct computation
     GPT, GPTConfig = real_pieces()[:2]
-    import storygpt.evaluate as ev
+    import storygpt.eval.bits as ev
 
     tok = CharTokenizer("".join(DOCS))
     torch.manual_seed(1)

@@ -1,5 +1,5 @@
 """Bits per byte, evaluation sets, per-character attribution, perturbations and vocabulary health
-(storygpt/evaluate.py, storygpt/data/evalsets.py, storygpt/compare/*), each against an independent computation:
+(storygpt/eval/bits.py, storygpt/data/evalsets.py, storygpt/compare/*), each against an independent computation:
 counts by hand, brute-force loops over characters and bytes, closed forms."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from storygpt.data.evalsets import (  # noqa: E402
     read_eval_sets,
     summarize,
 )
-from storygpt.evaluate import count_bytes, count_characters, evaluate_bits  # noqa: E402
+from storygpt.eval.bits import count_bytes, count_characters, evaluate_bits  # noqa: E402
 from storygpt.tokenizers import train_bpe  # noqa: E402
 
 LN2 = math.log(2)
@@ -103,7 +103,7 @@ def test_lossy_tokenizer_decodes_to_other_text_but_counts_do_not_change():
 @pytest.mark.skipif(not CORPORA.is_dir(), reason=f"shared corpora not found at {CORPORA}")
 @pytest.mark.parametrize("name", ["russian_fortunes.txt", "chinese_fortunes.txt"])
 def test_ratio_is_the_texts_bytes_per_character(name):
-    from storygpt.evaluate import read_documents, take_characters
+    from storygpt.eval.bits import read_documents, take_characters
 
     docs = take_characters(read_documents(CORPORA / name), 3000)
     tok = CharTok("".join(docs))
@@ -157,7 +157,7 @@ def test_macro_and_micro_means_by_hand():
 
 
 def test_set_figures_split_one_pass_by_document():
-    from storygpt.compare.measure import Text, measure_text
+    from storygpt.eval.measure import Text, measure_text
 
     tok = CharTok("".join(DOCS))
     t = Text("t", DOCS, [("first", [0]), ("rest", [1, 2])], ["d1", "d2", "d3"])
@@ -261,7 +261,7 @@ def test_attribution_parts_add_up_and_equal_a_brute_force_sum(bpe):
     a, _ = charloss.char_nats(bpe, docs, ta)
     b, _ = charloss.char_nats(bpe, docs, tb)
     counts = {"The": 150, "the": 5}
-    from storygpt.compare.measure import Text
+    from storygpt.eval.measure import Text
 
     text_ = Text("t", docs, [("s1", [0, 1]), ("s2", [2, 3])], ["x", "y", "z", "w"])
     splits = attribution.splits_of([text_], counts)

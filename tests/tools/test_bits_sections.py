@@ -32,7 +32,7 @@ def bits(*argv):
 
 
 def test_bits_per_byte_in_table_and_json_from_the_text(runs, tmp_path):
-    from storygpt.evaluate import read_documents
+    from storygpt.eval.bits import read_documents
 
     out = tmp_path / "b.json"
     rc, text, err = bits(runs["bpe"], runs["word"], "--json", out)
@@ -134,9 +134,9 @@ def test_diff_attribution_adds_up_and_html(runs, tmp_path):
 
 
 def test_diff_refuses_different_texts(runs, tmp_path):
-    from storygpt.compare.measure import Measured
-    from storygpt.compare.sections import diff_section
-    from storygpt.evaluate import BitsResult
+    from storygpt.eval.bits import BitsResult
+    from storygpt.eval.measure import Measured
+    from storygpt.eval.sections import diff_section
 
     r1, r2 = BitsResult(1.0, 3, 10, 0, 1, 1, 10), BitsResult(1.0, 3, 11, 0, 1, 1, 11)
     ma = [Measured(r1, np.ones(3), {}, np.ones(10), True)]
@@ -165,7 +165,7 @@ def test_perturb_and_vocab_health(runs):
 
 
 def test_set_blocks_and_saved_losses(runs, tmp_path):
-    from storygpt.evaluate import read_documents
+    from storygpt.eval.bits import read_documents
 
     out = tmp_path / "losses.npz"
     rc, text, err = bits(runs["bpe"], "--block-chars", 100, "--save-losses", out, "--json")
@@ -184,8 +184,8 @@ def test_set_blocks_and_saved_losses(runs, tmp_path):
 
 
 def test_saved_losses_hold_their_texts(runs, tmp_path):
-    from storygpt.compare.measure import load_texts
-    from storygpt.evaluate import read_documents
+    from storygpt.eval.bits import read_documents
+    from storygpt.eval.measure import load_texts
 
     out = tmp_path / "losses.npz"
     rc, _, err = bits(runs["bpe"], "--save-losses", out)
@@ -196,8 +196,8 @@ def test_saved_losses_hold_their_texts(runs, tmp_path):
 
 
 def test_compare_report_sections_from_bits_outputs(runs, tmp_path):
-    """storygpt.compare.where.report_sections on bits.py's own outputs: all four sections, parts add up."""
-    from storygpt.compare.where import report_sections
+    """storygpt.eval.where.report_sections on bits.py's own outputs: all four sections, parts add up."""
+    from storygpt.eval.where import report_sections
 
     folders = []
     for spec, ckpt in (("bpe:300", runs["bpe"]), ("word:60", runs["word"])):

@@ -135,6 +135,58 @@ def test_the_comparison_is_one_package_nothing_below_imports():
     assert up == []
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(loose) <= 10, loose
-    assert {"settings", "run", "report", "plots", "analysis", "stats", "heldout"} <= {
+    assert {"settings", "run", "report", "plots", "analysis", "stats"} <= {
         p.stem for p in (PACKAGE / "compare").glob("*.py")
     }
+
+
+def reached(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    """Every module that ``start`` imports, directly or through others (imports inside functions too)."""
+    seen, todo = set(), list(start)
+    while todo:
+        m = todo.pop()
+        for t in edges.get(m, ()):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def tool_imports(tool: str, modules) -> set[str]:
+    """The storygpt modules a top-level tool (``bits.py``) imports itself."""
+    path = REPO / tool
+    return {m for m, _ in imports("__main__", path, modules)}
+
+
+def test_evaluation_is_its_own_package_bits_and_tasks_reach_no_compare():
+    """Issue 47: evaluation lives in storygpt/eval/; bits.py, storygpt/eval and storygpt/tasks reach nothing
+    in storygpt.compare, not even through another module."""
+    edges, _ = graph()
+    modules = library()
+    for start in (
+        tool_imports("bits.py", modules),
+        {m for m in modules if m.startswith("storygpt.eval")},
+        {m for m in modules if m.startswith("storygpt.tasks")},
+    ):
+        assert start, "nothing to check"
+        bad = sorted(m for m in reached(start, edges) | start if m.startswith("storygpt.compare"))
+        assert bad == [], (sorted(start)[:3], bad)
+    assert {"bits", "heldout", "measure", "sets", "perturb", "attribution", "charloss", "vocab_health", "stats"} <= {
+        p.stem for p in (PACKAGE / "eval").glob("*.py")
+    }
+
+
+def test_old_evaluate_module_still_works_with_a_deprecation_warning():
+    """docs/api.md's rule for a rename: storygpt.evaluate (now storygpt.eval.bits) keeps working for a release."""
+    import importlib
+    import sys
+    import warnings
+
+    sys.modules.pop("storygpt.evaluate", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = importlib.import_module("storygpt.evaluate")
+    from storygpt.eval import bits
+
+    assert old.evaluate_bits is bits.evaluate_bits and old.read_documents is bits.read_documents
+    assert any(issubclass(w.category, DeprecationWarning) and "storygpt.eval.bits" in str(w.message) for w in caught)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from storygpt.evaluate import evaluate_bits
+from storygpt.eval.bits import evaluate_bits
 from storygpt.model import GPT, GPTConfig
 from storygpt.tasks import scoring
 from storygpt.tokenizers import WordTokenizer, train_bpe
@@ -105,7 +105,7 @@ def test_long_items_are_cut_from_the_left_and_counted(bpe):
 
 def test_rolling_equals_bits_py_on_one_document(bpe):
     """loglikelihood_rolling predicts every token once in back-to-back windows after <|endoftext|>: on a text of
-    whole windows, the same sum as bits.py's measurement of it as one document (storygpt/evaluate.py); the last
+    whole windows, the same sum as bits.py's measurement of it as one document (storygpt/eval/bits.py); the last
     window of a longer text gets full context (as lm-eval's), so it then differs."""
     block = 16
     model = model_for(bpe, block=block, seed=3)

@@ -144,7 +144,7 @@ def test_trained_of_reads_checkpoints_from_before_the_record():
 
 def test_heldout_bits_agree_with_evaluate_bits(tmp_path):
     """The training-time held-out figure is bits.py's measurement of the same characters."""
-    from storygpt.evaluate import evaluate_bits, read_documents, take_characters
+    from storygpt.eval.bits import evaluate_bits, read_documents, take_characters
     from storygpt.train.inputs import heldout_slice
 
     data = make_corpus(tmp_path, kind="bpe")

@@ -1,5 +1,5 @@
 """pretrain.py's evaluation sets and bits per byte in metrics.jsonl: each --eval NAME=PATH set's figure equals
-bits.py's measurement of the same characters (storygpt.evaluate.evaluate_bits), bits per byte counts the
+bits.py's measurement of the same characters (storygpt.eval.bits.evaluate_bits), bits per byte counts the
 text's UTF-8 bytes, and a bad --eval is one line with nothing written."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from conftest import call_tool, one_error_line
 from pretrain_runs import TINY_FLAGS, make_corpus, rows, run, run_refused
 
 from storygpt.checkpoint import load_checkpoint
-from storygpt.evaluate import count_bytes, evaluate_bits, read_documents, take_characters
+from storygpt.eval.bits import count_bytes, evaluate_bits, read_documents, take_characters
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 

@@ -16,7 +16,7 @@ from pretrain_runs import make_corpus
 
 import pretrain
 from storygpt.checkpoint import load_checkpoint, read_checkpoint, state_dict_digest
-from storygpt.evaluate import _nll_rows
+from storygpt.eval.bits import _nll_rows
 from storygpt.model import GPT, GPTConfig, recipes
 from storygpt.model.gpt import SoftCap, SoftCappedLinear
 from storygpt.model.optim import Muon, MuonAdamW, OptimConfig, build_optimizer, rates, split_parameters

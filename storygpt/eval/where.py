@@ -4,7 +4,7 @@ attribution, robustness and vocabulary health, from each run's bits.json record 
 
 Every section compares the best tokenizer (lowest mean bits per character over its seeds) against each
 of the others.  Seeds: block losses and per-character losses are averaged over a tokenizer's seeds
-before the paired bootstrap resamples the blocks (per set: storygpt/compare/sets.py, which also
+before the paired bootstrap resamples the blocks (per set: storygpt/eval/sets.py, which also
 resamples seeds when the per-seed blocks are given).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from storygpt.compare import attribution, perturb, sets
+from storygpt.eval import attribution, perturb, sets
 
 
 def bits_record(report: dict) -> dict:
@@ -109,8 +109,8 @@ def mean_losses(paths: Sequence[Path]) -> tuple[np.ndarray, str, dict[str, tuple
 
 def attribution_section(runs: Sequence[dict], texts, train_counts, html_dir: Path | None) -> tuple[list[str], dict]:
     """Markdown lines and JSON: the best tokenizer against each other one, split by character class,
-    position, word frequency in the training text, document and set (storygpt/compare/attribution.py);
-    an HTML page per pair in ``html_dir``.  ``texts``: the measured texts (storygpt.compare.measure.Text).
+    position, word frequency in the training text, document and set (storygpt/eval/attribution.py);
+    an HTML page per pair in ``html_dir``.  ``texts``: the measured texts (storygpt.eval.measure.Text).
 
     Raises:
         ValueError: runs measured on different texts.
@@ -227,8 +227,8 @@ def report_sections(runs: Sequence[tuple[str, object, Path]], out_dir: Path, dat
     """
     import json
 
-    from storygpt.compare.charloss import count_words
-    from storygpt.compare.measure import load_texts
+    from storygpt.eval.charloss import count_words
+    from storygpt.eval.measure import load_texts
 
     recs = []
     for spec, seed, folder in runs:
@@ -291,35 +291,3 @@ def write_sections(report_dir: Path, results: Sequence, data_dir: Path | None) -
         full["where"] = doc
         write_text(rj, json.dumps(full, indent=2) + "\n")
     return True
-
-
-def plot_bits_per_byte(report_dir: Path, results: Sequence, title: str | None = None) -> Path:
-    """``bpb_vs_vocab.png``: the final held-out bits per byte of each tokenizer (mean over its seeds, last
-    budget; from each run's bits.json) against its vocabulary size (compare.py --bits-per-byte)."""
-    import json
-
-    from storygpt.compare import plots
-
-    last = results[-1].budget
-    groups: dict[str, list] = {}
-    for r in results:
-        if r.budget == last:
-            groups.setdefault(r.spec, []).append(r)
-    bpb = {}
-    for spec, rs in groups.items():
-        vals = []
-        for r in rs:
-            [row] = json.loads((Path(r.run_dir) / "bits.json").read_text(encoding="utf-8"))["results"]
-            vals.append(float(row["bits_per_byte"]))
-        bpb[spec] = float(np.mean(vals))
-    colours = plots.colours_for(list(groups))
-    return plots.plot_points(
-        list(groups),
-        [rs[0].vocab_size for rs in groups.values()],
-        list(bpb.values()),
-        Path(report_dir) / "bpb_vs_vocab.png",
-        xlabel="vocabulary size",
-        ylabel="final held-out bits per byte (mean over seeds)",
-        title=title,
-        colours=[colours[s] for s in groups],
-    )

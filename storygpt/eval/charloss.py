@@ -77,9 +77,9 @@ def byte_to_char(raw: bytes) -> np.ndarray:
 
 def char_nats(tokenizer: Any, documents: Sequence[str], token_nats: np.ndarray) -> tuple[np.ndarray, bool]:
     """Per-character losses (nats, float64) of the whole text, from the per-token losses of
-    :func:`storygpt.evaluate.evaluate_bits` (``token_nats``, in stream order).
+    :func:`storygpt.eval.bits.evaluate_bits` (``token_nats``, in stream order).
 
-    The result has :func:`storygpt.evaluate.count_characters` entries: the characters of each document,
+    The result has :func:`storygpt.eval.bits.count_characters` entries: the characters of each document,
     then (between documents) the boundary.  Its sum equals ``token_nats``'s up to float rounding.
 
     Raises:

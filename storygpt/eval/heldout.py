@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from storygpt.compare.stats import renyi_efficiency
+from storygpt.eval.stats import renyi_efficiency
 
 #: Characters per block by default (bits.py --block-chars): 50 blocks in compare.py's 100,000 characters.
 DEFAULT_BLOCK_CHARS = 2000

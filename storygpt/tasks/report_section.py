@@ -92,7 +92,7 @@ def score_runs(args, runs, data_dir: Path, report_dir: Path, device: str, thread
 
     from storygpt import load_checkpoint
     from storygpt.atomic import write_text
-    from storygpt.evaluate import read_documents
+    from storygpt.eval.bits import read_documents
     from storygpt.tasks.harness import StoryGPTLM
     from storygpt.tasks.run import ModelTasks, prepare, run_model
     from storygpt.tasks.scores import Items
@@ -158,7 +158,7 @@ def _cell(e: dict | None, digits: int, signed: bool = False) -> str:
 def correlations(heldout: list[float], scores: dict) -> list[dict]:
     """Spearman's rho (and its exact two-sided p for up to 8 runs) between held-out bits/char and each task's
     bits/char of the answer and accuracy, across the runs."""
-    from storygpt.compare.stats import spearman, spearman_p_exact
+    from storygpt.eval.stats import spearman, spearman_p_exact
 
     out = []
     for task, s in scores.items():

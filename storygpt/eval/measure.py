@@ -1,6 +1,6 @@
 """One model on one text, once: the figures of bits.py and compare.py from a single forward pass.
 
-:func:`measure_text` runs :func:`storygpt.evaluate.evaluate_bits` once and keeps each predicted token's
+:func:`measure_text` runs :func:`storygpt.eval.bits.evaluate_bits` once and keeps each predicted token's
 loss; everything else (per-set figures, per-character losses for attribution, blocks for the bootstrap)
 is a sum over those losses, not another pass.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from storygpt.compare.stats import LN2
-from storygpt.evaluate import BitsResult
+from storygpt.eval.bits import BitsResult
+from storygpt.eval.stats import LN2
 
 
 @dataclass
@@ -86,15 +86,15 @@ def set_figures(tokenizer: Any, text: Text, token_nats: np.ndarray) -> dict[str,
 
 def measure_text(model, tokenizer, text: Text, *, per_character: bool = False, **evaluate_kw) -> Measured:
     """One pass of ``model`` over ``text`` (``evaluate_kw`` go to evaluate_bits); per-character losses
-    (storygpt/compare/charloss.py) when ``per_character``."""
-    from storygpt.evaluate import evaluate_bits, token_stream
+    (storygpt/eval/charloss.py) when ``per_character``."""
+    from storygpt.eval.bits import evaluate_bits, token_stream
 
     n_targets = len(token_stream(tokenizer, text.documents)[0]) - 1
     token_nats = np.zeros(max(n_targets, 0))
     res = evaluate_bits(model, tokenizer, text.documents, token_nats=token_nats, **evaluate_kw)
     m = Measured(res, token_nats, set_figures(tokenizer, text, token_nats))
     if per_character:
-        from storygpt.compare.charloss import char_nats
+        from storygpt.eval.charloss import char_nats
 
         m.char_nats, m.exact = char_nats(tokenizer, text.documents, token_nats)
     return m
@@ -138,7 +138,7 @@ def format_sets(rows: Sequence[dict], set_names: Sequence[str]) -> str:
 def add_set_blocks(sets: dict, texts, measured, block_chars: int) -> None:
     """Each set's ``block_nats`` and ``block_characters`` (blocks of its per-character losses; compare.py's
     per-set paired bootstrap)."""
-    from storygpt.compare.sets import block_sums
+    from storygpt.eval.sets import block_sums
 
     for t, m in zip(texts, measured):
         for name, (lo, hi) in set_char_ranges(t).items():

@@ -1,7 +1,7 @@
 """Per-set differences between two models with paired bootstrap intervals, and their macro and micro means.
 
 Each evaluation set (storygpt/data/evalsets.py) is cut into blocks of characters (the same blocks for both
-models).  Per set, the interval is storygpt.compare.stats.paired_bootstrap's.  The macro mean (the mean over
+models).  Per set, the interval is storygpt.eval.stats.paired_bootstrap's.  The macro mean (the mean over
 sets of each set's difference) and the micro mean (all nats over all characters) get a stratified
 paired bootstrap: each replicate draws blocks with replacement *within* each set (so every set keeps
 its size and its place in the mean) and, as paired_bootstrap does, the seeds of each model.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from storygpt.compare.stats import LN2, Interval, paired_bootstrap
+from storygpt.eval.stats import LN2, Interval, paired_bootstrap
 
 
 def block_sums(char_nats: np.ndarray, block_chars: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """The optional sections of bits.py (and compare.py's report): attribution of a difference (--diff),
 robustness to noise (--perturb) and vocabulary health (--vocab-health), each from the losses of
-storygpt/compare/measure.py (no extra forward pass but the perturbed texts' own)."""
+storygpt/eval/measure.py (no extra forward pass but the perturbed texts' own)."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ def add_arguments(ap) -> None:
 def training_word_counts(meta_a: dict, meta_b: dict) -> tuple[dict | None, str]:
     """Word counts of the training text A and B were trained on (train.txt of their corpus folder), or
     None with the reason when it is missing or differs between them."""
-    from storygpt.compare.charloss import count_words
-    from storygpt.evaluate import read_documents
+    from storygpt.eval.bits import read_documents
+    from storygpt.eval.charloss import count_words
 
     da, db = meta_a.get("data_dir"), meta_b.get("data_dir")
     if not da or not (Path(da) / "train.txt").is_file():
@@ -74,9 +74,9 @@ def diff_section(name_a, name_b, texts, ma, mb, counts, block_chars, html_path, 
     """Attribution of A - B over all texts, per-set intervals, the HTML page; (printed text, JSON)."""
     import numpy as np
 
-    from storygpt.compare.attribution import attribute, format_attribution, passage_html, splits_of
-    from storygpt.compare.measure import set_char_ranges
-    from storygpt.compare.sets import block_sums, format_intervals, set_intervals
+    from storygpt.eval.attribution import attribute, format_attribution, passage_html, splits_of
+    from storygpt.eval.measure import set_char_ranges
+    from storygpt.eval.sets import block_sums, format_intervals, set_intervals
 
     for t, a, b in zip(texts, ma, mb):
         if len(a.char_nats) != len(b.char_nats) or a.result.characters != b.result.characters:
@@ -111,7 +111,7 @@ def perturb_rows(model_name, tok, texts, clean, kinds, seed, block_chars, measur
     """Per kind: clean and perturbed bits/char of one model over all texts, the change and its interval."""
     import numpy as np
 
-    from storygpt.compare.perturb import change_interval, perturb_documents, sums_by_ends
+    from storygpt.eval.perturb import change_interval, perturb_documents, sums_by_ends
 
     rows = []
     for kind in kinds:
@@ -157,16 +157,16 @@ def format_perturbed(rows: list[dict], seed: int) -> str:
 
 
 def run_vocab_health(model, tok, meta, texts) -> dict:
-    """storygpt.compare.vocab_health for one run: its training .bin file, held-out tokens, embeddings.
+    """storygpt.eval.vocab_health for one run: its training .bin file, held-out tokens, embeddings.
 
     Raises:
         FileNotFoundError: the run's corpus folder or its train-SLUG.bin is missing.
     """
     import numpy as np
 
-    from storygpt.compare.vocab_health import token_counts, vocab_health
     from storygpt.data import read_header
-    from storygpt.evaluate import token_stream
+    from storygpt.eval.bits import token_stream
+    from storygpt.eval.vocab_health import token_counts, vocab_health
 
     data_dir = meta.get("data_dir")
     match = None
@@ -189,8 +189,8 @@ def run_vocab_health(model, tok, meta, texts) -> dict:
 def format_extras(rows, set_names, perturbed, seed, health, diff_text) -> str:
     """What bits.py prints after its table: the sets, robustness, vocabulary health and --diff sections
     (each preceded by an empty line; "" when none was measured)."""
-    from storygpt.compare.measure import format_sets
-    from storygpt.compare.vocab_health import format_health
+    from storygpt.eval.measure import format_sets
+    from storygpt.eval.vocab_health import format_health
 
     parts = []
     if len(set_names) > 1:

@@ -1,6 +1,6 @@
 """Where the difference between two models comes from: their per-character losses split into parts.
 
-Both models are measured on the same characters (storygpt/compare/charloss.py spreads each token's
+Both models are measured on the same characters (storygpt/eval/charloss.py spreads each token's
 loss over its bytes).  The difference of character ``i`` is ``d_i = (a_i - b_i) / ln 2`` bits; a
 split assigns every character to exactly one part, so the parts' sums add up to the total
 ``sum(d_i)`` (each sum is taken with ``math.fsum``, exactly rounded, so they agree within 1e-9 bits).
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storygpt.compare import charloss
+from storygpt.eval import charloss
 
 LN2 = math.log(2)
 
@@ -36,7 +36,7 @@ def splits_of(texts: Sequence, train_counts: dict[str, int] | None) -> dict[str,
     """The standard splits of the texts whose per-character losses are concatenated in this order.
 
     ``texts``: objects with ``documents``, ``sets`` (``[(name, [document indices])]``, consecutive runs)
-    and ``doc_names`` (storygpt.compare.measure.Text).  A boundary belongs to the document (and set)
+    and ``doc_names`` (storygpt.eval.measure.Text).  A boundary belongs to the document (and set)
     before it.  Without ``train_counts`` (no training text) the frequency split is left out.
     """
     classes, positions, freqs, doc_lab, set_lab = [], [], [], [], []

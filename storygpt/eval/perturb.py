@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from storygpt.compare.stats import LN2, Interval
+from storygpt.eval.stats import LN2, Interval
 
 KINDS = ("typos", "case", "spaces", "unicode")
 #: the share of words (typos, case), spaces (spaces) or look-alike characters (unicode) changed
