@@ -13,7 +13,7 @@ from conftest import CORPORA
 
 torch = pytest.importorskip("torch")
 
-from storygpt.compare import attribution, charloss, perturb, sets, vocab_health  # noqa: E402
+from storygpt.eval import attribution, charloss, perturb, sets, vocab_health  # noqa: E402
 from storygpt.data.evalsets import (  # noqa: E402
     default_groups,
     heldout_work_names,
