@@ -161,7 +161,7 @@ def bar_chart(rows: Sequence[dict], path: Path) -> None:
 def sweep_chart(sweeps: Sequence[dict], path: Path) -> None:
     """Tokens per 1,000 characters against vocabulary size (log2 axis), one line per text; right: the embedding
     and output-layer parameters."""
-    from storygpt.plot import canvas, save_png
+    from storygpt.plot import canvas, linear_ticks, save_png
 
     fig = canvas()
     fig.set_size_inches(10, 4.4)
@@ -175,6 +175,10 @@ def sweep_chart(sweeps: Sequence[dict], path: Path) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("vocabulary size")
         ax.grid(alpha=0.3)
+        sizes = sorted({v for s in sweeps for v in s["vocab_sizes"]})
+        ax.set_xticks(sizes, [f"{v:,}" for v in sizes], rotation=30, fontsize=8)
+        ax.minorticks_off()
+    linear_ticks(right.yaxis)
     left.set_ylabel("tokens per 1,000 characters")
     left.set_title("text length in tokens", fontsize=10)
     left.legend(fontsize=8)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from storygpt.eval.intrinsic import Text, encode_text, load_text, measure, missing_optional
 from storygpt.eval.vocab_sweep import check_sizes
-from storygpt.tokenizers.base import missing_package
+from storygpt.tokenizers.base import missing_package, require
+from storygpt.tokenizers.interop import is_rank_file_path
 from storygpt.tokenizers.spec import SpecError, build_tokenizer, parse_spec
 
 
@@ -123,6 +124,27 @@ def check_plan(
     return Plan(list(specs), texts, train, folder, list(sweep_sizes), reference, parallel)
 
 
+class TiktokenView:
+    """What the measures read of a tokenizer, from a tiktoken ``Encoding`` itself (building storygpt's BPE of
+    cl100k_base from its ranks takes seconds; the ids are the same)."""
+
+    unk_id = None
+
+    def __init__(self, encoding):
+        self.encoding = encoding
+        self.vocab_size = int(encoding.n_vocab)
+        self.special_tokens = dict(encoding._special_tokens)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.encoding.decode_single_token_bytes(int(token_id))
+
+    def decode_bytes(self, ids) -> bytes:
+        return self.encoding.decode_bytes(ids.tolist() if hasattr(ids, "tolist") else list(ids))
+
+    def decode(self, ids) -> str:
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+
 def make_tokenizer(spec_text: str, plan: Plan, num_threads: int = 0):
     """``(tokenizer, tiktoken Encoding or None, seconds, how)``: read, loaded from data.py's file, or trained."""
     from storygpt.data.docstream import DocumentFile
@@ -131,14 +153,11 @@ def make_tokenizer(spec_text: str, plan: Plan, num_threads: int = 0):
 
     spec = parse_spec(spec_text)
     t0 = time.perf_counter()
+    if spec.kind == "tiktoken" and not is_rank_file_path(spec.arg):
+        enc = require("tiktoken", f"tokenizer SPEC {spec_text}").get_encoding(spec.arg)
+        return TiktokenView(enc), enc, time.perf_counter() - t0, "read by tiktoken"
     if not spec.is_trained:
-        tok = build_tokenizer(spec)
-        enc = None
-        if spec.kind == "tiktoken" and not Path(str(spec.arg)).suffix:
-            import tiktoken
-
-            enc = tiktoken.get_encoding(spec.arg)
-        return tok, enc, time.perf_counter() - t0, "read"
+        return build_tokenizer(spec), None, time.perf_counter() - t0, "read"
     saved = plan.corpus_folder / f"tokenizer-{spec.slug}.json" if plan.corpus_folder else None
     if saved is not None and plan.train_file == plan.corpus_folder / "train.txt" and saved.is_file():
         return load(saved), None, time.perf_counter() - t0, f"data.py's {saved}"
