@@ -239,8 +239,8 @@ def test_lossy_tokenizer_spreads_each_document_evenly():
 def test_classes_positions_and_frequencies_by_hand():
     docs = ["Ab 1,\nжx", "q"]
     assert [charloss.CLASSES[i] for i in charloss.char_classes(docs)] == [
-        "letters", "letters", "space", "digits", "punctuation", "newline", "other scripts", "letters",
-        "boundary", "letters",
+        "Latin letters", "Latin letters", "space", "digits", "punctuation", "newline", "Cyrillic letters",
+        "Latin letters", "boundary", "Latin letters",
     ]  # fmt: skip
     assert [charloss.POSITIONS[i] for i in charloss.word_positions(docs)] == [
         "word start", "word rest", "not in a word", "word start", "not in a word", "not in a word",
@@ -349,6 +349,23 @@ def test_vocab_health_counts_and_norms(tmp_path):
     assert line.startswith("run: 2 of 6 tokens never seen in training, 1 seen 1-9 times (50.0% of the vocabulary ")
     assert "never or rarely seen in the training tokens); held-out tokens through them: 50.000% never" in line
     assert "budget" not in line
+
+
+def test_letters_name_their_script_so_russian_is_not_other_scripts():
+    # before: "letters" meant Latin only and every Cyrillic letter was "other scripts"
+    docs = ["Привет, мир! Café\u0301 日本 Ωμέγα"]
+    names = [charloss.CLASSES[i] for i in charloss.char_classes(docs)]
+    text = docs[0]
+    by_char = dict(zip(text, names))
+    assert all(by_char[c] == "Cyrillic letters" for c in "Приветмир")
+    assert all(by_char[c] == "Latin letters" for c in "Café")
+    assert names[text.index("\u0301")] == "Latin letters"  # a combining mark goes with its letter
+    assert by_char["日"] == by_char["本"] == "Han"
+    assert all(by_char[c] == "Greek letters" for c in "Ωμέγα")
+    assert "other scripts" in charloss.CLASSES and "letters" not in charloss.CLASSES
+    # Cyrillic letters are word characters, as Latin ones
+    pos = [charloss.POSITIONS[i] for i in charloss.word_positions(["мир"])]
+    assert pos == ["word start", "word rest", "word rest"]
 
 
 def test_attribution_share_stays_within_its_stated_range():
