@@ -581,7 +581,8 @@ def render_markdown(results: Sequence, meta) -> str:
         "- **params**: the token embedding and the output layer (a layer of its own in the default `modern` "
         "recipe; tied to the embedding and counted once with `--recipe gpt2`; plus the position embedding with "
         "learned positions) + everything else. The vocabulary changes only the first part.",
-        "- **held-out chars/token**: characters of the held-out text per token of this tokenizer.",
+        "- **held-out chars/token**: characters of the held-out documents per token of their text (end-of-document "
+        "tokens not counted, as in data.py).",
         "- **tokens seen, chars seen, FLOPs, wall time**: what the training run consumed (FLOPs per token = "
         "6 x non-embedding parameters + attention + output layer, docs/training.md).",
         "- **held-out bits/char**: the final model's cross-entropy on the held-out characters, summed over its "

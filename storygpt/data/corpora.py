@@ -48,6 +48,16 @@ class NetworkError(ConnectionError):
 
 
 # ---------------------------------------------------------------- text helpers
+def chars_per_token(characters: int, tokens: int, boundaries: int = 0) -> float | None:
+    """Characters per token, as data.py, bits.py and compare.py all report it: the documents'
+    characters per token of the documents' text, end-of-document tokens NOT counted.
+
+    ``boundaries``: how many of ``characters`` and of ``tokens`` are document boundaries (bits.py
+    counts one character and one end-of-document token for each); they are taken out of both.
+    None when no token is left.
+    """
+    tokens -= boundaries
+    return (characters - boundaries) / tokens if tokens > 0 else None
 
 
 def normalize_newlines(text: str) -> str:

@@ -356,7 +356,7 @@ def encode_documents(
         "characters": n_chars,
         "tokens": total_tokens,
         "document_tokens": doc_tokens,
-        "chars_per_token": n_chars / doc_tokens if doc_tokens else None,
+        "chars_per_token": corpora.chars_per_token(n_chars, doc_tokens),
         "unk_tokens": unk_count if unk is not None else None,
         "unk_share": (unk_count / doc_tokens if doc_tokens else 0.0) if unk is not None else None,
         "encode_seconds": encode_s,
@@ -571,6 +571,7 @@ def format_report(stats: dict) -> str:
         )
     enc = sum(s["encode_seconds"] for s in stats["splits"].values())
     lines += [
+        "chars/token: characters of the documents / tokens of their text (end-of-document tokens not counted)",
         "",
         f"seconds: read corpus {stats['read_seconds']:.3f}, "
         + (

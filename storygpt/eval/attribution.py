@@ -76,8 +76,9 @@ def attribute(a: np.ndarray, b: np.ndarray, splits: dict[str, Split]) -> dict:
     Returns:
         ``{"characters", "total_bits", "bits_per_character", "splits": {split: [{"part", "characters",
         "bits", "share", "a_bits_per_character", "b_bits_per_character"}, ...]}}``; ``bits`` of the parts
-        of a split add up to ``total_bits``; ``share`` is ``bits / total_bits``; parts with no
-        characters are left out.
+        of a split add up to ``total_bits``; ``share`` is ``|bits|`` over the sum of ``|bits|`` of the
+        split's parts (0 to 1, adding up to 1; the sign is in ``bits``: a share of the signed total would
+        pass 100% or go below 0 when parts pull opposite ways); parts with no characters are left out.
 
     Raises:
         ValueError: ``a``, ``b`` and a split's labels of different lengths (not the same text).
@@ -106,11 +107,14 @@ def attribute(a: np.ndarray, b: np.ndarray, splits: dict[str, Split]) -> dict:
                     "part": str(split.names[int(labels[chunk[0]])]),
                     "characters": len(at),
                     "bits": bits,
-                    "share": bits / total if total else float("nan"),
+                    "share": abs(bits),  # divided by the split's sum of |bits| below
                     "a_bits_per_character": math.fsum(a[at]) / (LN2 * len(at)),
                     "b_bits_per_character": math.fsum(b[at]) / (LN2 * len(at)),
                 }
             )
+        gross = math.fsum(r["share"] for r in rows)
+        for r in rows:
+            r["share"] = r["share"] / gross if gross else 0.0
         out["splits"][key] = rows
     return out
 
@@ -120,6 +124,8 @@ def format_attribution(att: dict, name_a: str, name_b: str) -> str:
     lines = [
         f"difference {name_a} - {name_b}: {att['total_bits']:+,.1f} bits over {att['characters']:,} characters "
         f"({att['bits_per_character']:+.4f} bits/char); parts add up to the total",
+        "share: a part's |bits| / the sum of |bits| over its split's parts (0-100%, adding up to 100%; "
+        "the sign is in bits)",
     ]
     for key, rows in att["splits"].items():
         lines.append(f"\nby {key}:")

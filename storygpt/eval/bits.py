@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 # the held-out text is read exactly as data.py writes it, by the one parser (re-exported here)
-from storygpt.data.corpora import read_documents  # noqa: F401
+from storygpt.data.corpora import chars_per_token, read_documents  # noqa: F401
 
 
 # --------------------------------------------------------------------------
@@ -166,8 +166,10 @@ class BitsResult:
         return self.nats / self.tokens
 
     @property
-    def characters_per_token(self) -> float:
-        return self.characters / self.tokens
+    def characters_per_token(self) -> float | None:
+        """The documents' characters per token of their text: the boundaries (one character and one
+        end-of-document token each) are not counted, as in data.py (:func:`storygpt.data.corpora.chars_per_token`)."""
+        return chars_per_token(self.characters, self.tokens, max(self.documents - 1, 0))
 
     @property
     def unknown_share(self) -> float:

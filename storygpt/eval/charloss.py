@@ -20,7 +20,24 @@ from typing import Any
 import numpy as np
 
 #: character classes of :func:`char_classes`, in this order (index = class id)
-CLASSES = ("letters", "digits", "space", "newline", "punctuation", "other scripts", "other", "boundary")
+CLASSES = (
+    "Latin letters",
+    "Cyrillic letters",
+    "Greek letters",
+    "Han",
+    "other scripts",
+    "digits",
+    "space",
+    "newline",
+    "punctuation",
+    "other",
+    "boundary",
+)
+_LATIN, _CYRILLIC, _GREEK, _HAN, _OTHER_SCRIPT, _DIGIT, _SPACE, _NEWLINE, _PUNCT, _OTHER, _BOUNDARY = range(11)
+#: the classes of word characters: letters of every script, and digits
+_WORD_CLASSES = (_LATIN, _CYRILLIC, _GREEK, _HAN, _OTHER_SCRIPT, _DIGIT)
+#: words of Unicode names that name a script (the first match wins); other letters are "other scripts"
+_SCRIPTS = (("LATIN", _LATIN), ("CYRILLIC", _CYRILLIC), ("GREEK", _GREEK))
 #: positions of :func:`word_positions`
 POSITIONS = ("word start", "word rest", "not in a word")
 #: training-text frequency classes of :func:`frequency_classes`
@@ -107,38 +124,50 @@ def char_nats(tokenizer: Any, documents: Sequence[str], token_nats: np.ndarray) 
 @lru_cache(maxsize=65536)
 def _class_of(ch: str) -> int:
     if ch == "\n":
-        return 3
+        return _NEWLINE
     if ch.isspace():
-        return 2
+        return _SPACE
     cat = unicodedata.category(ch)
     if cat[0] in "PS":
-        return 4
+        return _PUNCT
     if cat[0] == "N":
-        return 1
+        return _DIGIT
     if cat[0] in "LM":
-        latin = ord(ch) < 0x250 or "LATIN" in unicodedata.name(ch, "")
-        return 0 if latin else 5
-    return 6
+        if ord(ch) < 0x250 and cat[0] == "L":
+            return _LATIN
+        name = unicodedata.name(ch, "")
+        if name.startswith("CJK UNIFIED IDEOGRAPH") or name.startswith("CJK COMPATIBILITY IDEOGRAPH"):
+            return _HAN
+        for prefix, cls in _SCRIPTS:
+            if name.startswith(prefix) or f" {prefix} " in f" {name} ":
+                return cls
+        return _OTHER_SCRIPT
+    return _OTHER
 
 
 def char_classes(documents: Sequence[str]) -> np.ndarray:
     """Class id (index into :data:`CLASSES`) of every counted character (boundaries: ``boundary``).
 
-    letters: Latin-script letters and their marks; digits: any Unicode number; space: white space other
-    than a new line; newline: ``\\n``; punctuation: Unicode punctuation and symbols; other scripts:
-    letters and marks of any other script (Cyrillic, Han, ...); other: the rest (controls, private use).
+    Latin, Cyrillic, Greek letters: letters of that script (by their Unicode names); Han: CJK ideographs;
+    other scripts: letters of any other script (Arabic, Devanagari, kana, ...); a combining mark takes the
+    class of the letter it follows (other scripts when it follows no letter); digits: any Unicode number;
+    space: white space other than a new line; newline: ``\\n``; punctuation: Unicode punctuation and
+    symbols; other: the rest (controls, private use).
     """
     table = np.array([_class_of(chr(c)) for c in range(128)], dtype=np.int8)
     parts = []
     for i, d in enumerate(documents):
         if i:
-            parts.append(np.array([7], dtype=np.int8))
+            parts.append(np.array([_BOUNDARY], dtype=np.int8))
         cps = np.frombuffer(d.encode("utf-32-le"), dtype=np.uint32)
         out = np.empty(len(cps), dtype=np.int8)
         ascii_ = cps < 128
         out[ascii_] = table[cps[ascii_]]
         for j in np.flatnonzero(~ascii_):
-            out[j] = _class_of(d[j])
+            c = _class_of(d[j])
+            if unicodedata.category(d[j])[0] == "M" and j and out[j - 1] <= _OTHER_SCRIPT:
+                c = out[j - 1]  # a combining mark belongs to its letter's script
+            out[j] = c
         parts.append(out)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
 
@@ -146,7 +175,7 @@ def char_classes(documents: Sequence[str]) -> np.ndarray:
 def _word_mask(documents: Sequence[str]) -> np.ndarray:
     """True for characters that are part of a word (``str.isalnum`` or a combining mark, ``_`` no)."""
     cls = char_classes(documents)
-    return (cls == 0) | (cls == 1) | (cls == 5)
+    return np.isin(cls, _WORD_CLASSES)
 
 
 def word_positions(documents: Sequence[str]) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from storygpt.data.corpora import chars_per_token
 from storygpt.eval.stats import renyi_efficiency
 
 #: Characters per block by default (bits.py --block-chars): 50 blocks in compare.py's 100,000 characters.
@@ -112,7 +113,7 @@ def intrinsic_measures(tokenizer: Any, documents: Sequence[str]) -> dict:
     else:
         length = np.array([len(tokenizer.id_to_token(int(t)).encode("utf-8")) for t in used])
     return {
-        "chars_per_token": chars / tokens if tokens else None,
+        "chars_per_token": chars_per_token(chars, tokens),
         "renyi_efficiency": renyi_efficiency(counts, vocab, 2.5) if tokens else None,
         "vocab_used_share": len(used) / vocab,
         "mean_token_bytes": float((length * counts[used]).sum() / tokens) if tokens else None,

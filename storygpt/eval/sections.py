@@ -90,7 +90,13 @@ def diff_section(name_a, name_b, texts, ma, mb, counts, block_chars, html_path, 
             A[name], C[name] = block_sums(a.char_nats[lo:hi], block_chars)
             B[name] = block_sums(b.char_nats[lo:hi], block_chars)[0]
     iv = set_intervals(A, B, C)
-    lines = [format_attribution(att, name_a, name_b), "", format_intervals(iv, name_a, name_b)]
+    lines = [
+        format_attribution(att, name_a, name_b),
+        "",
+        format_intervals(iv, name_a, name_b),
+        f"  (each side is one checkpoint, one seed: the intervals resample held-out blocks of {block_chars:,} "
+        "characters, so they cover the text's variation, not seeds'; compare.py runs seeds)",
+    ]
     if not (ma[0].exact and mb[0].exact):
         lines.append("note: a lossy tokenizer's losses are spread evenly over each document (splits are rough)")
     if html_path:

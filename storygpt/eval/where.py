@@ -145,7 +145,7 @@ def attribution_section(runs: Sequence[dict], texts, train_counts, html_dir: Pat
         for key, rows in att["splits"].items():
             if key == "document" and len(rows) > 12:
                 continue
-            lines += ["", f"by {key}:", "", "| part | characters | bits | share |", "|---|---|---|---|"]
+            lines += ["", f"by {key}:", "", "| part | characters | bits | share of \\|bits\\| |", "|---|---|---|---|"]
             for r in rows:
                 lines.append(f"| {r['part']} | {r['characters']:,} | {r['bits']:+,.1f} | {r['share']:.1%} |")
         if html_dir is not None and text:

@@ -110,7 +110,7 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
     source, out = check_paths(checkpoint, out, fmt, force)
     from storygpt import load_checkpoint
 
-    from .card import model_card
+    from .card import load_path, model_card
     from .hf import HF_FILES, write_hf
 
     model, tok, ckpt = load_checkpoint(str(source), device="cpu")
@@ -124,7 +124,7 @@ def export(checkpoint: str | os.PathLike, out: str | os.PathLike, fmt: str = "hf
         hf_dir.mkdir(exist_ok=True)
         arch = write_hf(model, tok, hf_dir)
         if fmt == "hf":
-            write_text(tmp / "README.md", model_card(ckpt, model, tok, arch, out.name, show(path)))
+            write_text(tmp / "README.md", model_card(ckpt, model, tok, arch, out.name, show(path), load_path(out)))
             _usual_modes(tmp)
             _publish_folder(tmp, out)
             done = True

@@ -6,6 +6,8 @@ character) and how to load it with stock ``transformers``; every figure comes fr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from storygpt.model.recipes import ARCH, RECIPES
 
 
@@ -31,13 +33,24 @@ def _steps_and_bpc(ckpt: dict) -> tuple[int | None, float | None]:
     return state.get("step"), best if best is not None and best != float("inf") else None
 
 
-def model_card(ckpt: dict, model, tok, arch, name: str, checkpoint: str) -> str:
+def load_path(out) -> str:
+    """The exported folder as the card's loading example names it: :func:`storygpt.cli.show`'s path
+    (relative to the working directory below it, else absolute), a relative one starting ``./`` so that
+    ``from_pretrained`` reads it as a folder, never as a Hub id."""
+    from storygpt.cli import show
+
+    p = show(out)
+    return p if Path(p).is_absolute() or p.startswith(("./", "../")) or p == "." else f"./{p}"
+
+
+def model_card(ckpt: dict, model, tok, arch, name: str, checkpoint: str, path: str | None = None) -> str:
     """The ``README.md`` text of an export.
 
     Args:
         ckpt: the checkpoint dict (:func:`storygpt.checkpoint.load_checkpoint`'s third value).
         model: its :class:`storygpt.model.GPT`; tok: its tokenizer; arch: the Architecture written.
-        name: the exported folder's name (the path in the loading example); checkpoint: the file read.
+        name: the exported folder's name (the title); checkpoint: the file read.
+        path: the folder's path in the loading example (:func:`load_path`; ``name`` when not given).
     """
     from storygpt.model.flops import parameter_split
 
@@ -65,6 +78,7 @@ def model_card(ckpt: dict, model, tok, arch, name: str, checkpoint: str) -> str:
         ("exported from", f"`{checkpoint}` as stock `{arch.hf_class}` (float32)"),
     ]
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    path = name if path is None else path
     return f"""---
 library_name: transformers
 pipeline_tag: text-generation
@@ -85,8 +99,8 @@ A small GPT trained with storygpt and exported by `export.py` as a stock `transf
 ```python
 from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
-tok = AutoTokenizer.from_pretrained("{name}")
-model = AutoModelForCausalLM.from_pretrained("{name}")
+tok = AutoTokenizer.from_pretrained("{path}")
+model = AutoModelForCausalLM.from_pretrained("{path}")
 generate = pipeline("text-generation", model=model, tokenizer=tok)
 print(generate("The", max_new_tokens=40, do_sample=False)[0]["generated_text"])
 ```

@@ -428,7 +428,8 @@ def test_cli_equals_a_direct_computation(corpus):
         assert math.isfinite(row["bits_per_character"])
         assert row["nats"] == pytest.approx(nats, rel=1e-4)
         assert row["bits_per_character"] == pytest.approx(nats / math.log(2) / chars, rel=1e-4)
-        assert row["characters_per_token"] == pytest.approx(chars / (len(ids) - 1))
+        doc_tokens = sum(len(tok.encode_ordinary(d)) for d in valid)  # end-of-document tokens not counted
+        assert row["characters_per_token"] == pytest.approx(sum(len(d) for d in valid) / doc_tokens)
     # BPE round-trips every document; the word tokenizer loses the new lines
     assert rows["bpe-run"]["round_trip_share"] == 1.0 and rows["bpe-run"]["unknown_share"] == 0.0
     assert rows["word-run"]["round_trip_share"] < 1.0
@@ -581,3 +582,23 @@ def test_bits_shows_steps_flops_and_marks_an_under_trained_run(tiny_run):
     assert cells[1:3] == ["bpe:300", "300"]  # the SPEC (was: "bpe 300", and tiktoken:gpt2 showed as "bpe 50257")
     assert cells[-1] == "under-trained" and cells[4] == "2" and cells[5] == f"{trained['flops']:.3g}"
     assert "note: learned-bpe-300 is under-trained (2 steps, fewer than its 20 warm-up steps" in out
+
+
+def test_chars_per_token_means_what_data_py_means(tmp_path):
+    """bits.py (and so compare.py's report) and data.py give one chars/token on the same text: the
+    documents' characters per token of the documents' text, end-of-document tokens not counted."""
+    from storygpt.data.prepare import encode_documents
+
+    docs = ["the cat sat on the mat.", "a dog ran to the mat and sat.", "the end of the story."] * 3
+    tok = train_bpe(iter(docs), 270)
+    written = encode_documents(tok, docs, tmp_path / "val.bin")
+    measured = evaluate_bits(Uniform(tok.vocab_size), tok, docs, block_size=4)
+    doc_chars, doc_tokens = sum(len(d) for d in docs), sum(len(tok.encode_ordinary(d)) for d in docs)
+    expected = doc_chars / doc_tokens  # not (chars + boundaries) / (tokens + end-of-document tokens)
+    assert expected != pytest.approx((doc_chars + len(docs) - 1) / (doc_tokens + len(docs) - 1))
+    assert written["chars_per_token"] == pytest.approx(expected)
+    assert measured.characters_per_token == pytest.approx(expected)
+    assert measured.to_dict()["characters_per_token"] == pytest.approx(expected)
+    from storygpt.data.corpora import chars_per_token  # the one definition both use
+
+    assert chars_per_token(doc_chars, doc_tokens) == pytest.approx(expected)

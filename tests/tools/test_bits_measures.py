@@ -239,8 +239,8 @@ def test_lossy_tokenizer_spreads_each_document_evenly():
 def test_classes_positions_and_frequencies_by_hand():
     docs = ["Ab 1,\nжx", "q"]
     assert [charloss.CLASSES[i] for i in charloss.char_classes(docs)] == [
-        "letters", "letters", "space", "digits", "punctuation", "newline", "other scripts", "letters",
-        "boundary", "letters",
+        "Latin letters", "Latin letters", "space", "digits", "punctuation", "newline", "Cyrillic letters",
+        "Latin letters", "boundary", "Latin letters",
     ]  # fmt: skip
     assert [charloss.POSITIONS[i] for i in charloss.word_positions(docs)] == [
         "word start", "word rest", "not in a word", "word start", "not in a word", "not in a word",
@@ -349,3 +349,43 @@ def test_vocab_health_counts_and_norms(tmp_path):
     assert line.startswith("run: 2 of 6 tokens never seen in training, 1 seen 1-9 times (50.0% of the vocabulary ")
     assert "never or rarely seen in the training tokens); held-out tokens through them: 50.000% never" in line
     assert "budget" not in line
+
+
+def test_letters_name_their_script_so_russian_is_not_other_scripts():
+    # before: "letters" meant Latin only and every Cyrillic letter was "other scripts"
+    docs = ["Привет, мир! Café\u0301 日本 Ωμέγα"]
+    names = [charloss.CLASSES[i] for i in charloss.char_classes(docs)]
+    text = docs[0]
+    by_char = dict(zip(text, names))
+    assert all(by_char[c] == "Cyrillic letters" for c in "Приветмир")
+    assert all(by_char[c] == "Latin letters" for c in "Café")
+    assert names[text.index("\u0301")] == "Latin letters"  # a combining mark goes with its letter
+    assert by_char["日"] == by_char["本"] == "Han"
+    assert all(by_char[c] == "Greek letters" for c in "Ωμέγα")
+    assert "other scripts" in charloss.CLASSES and "letters" not in charloss.CLASSES
+    # Cyrillic letters are word characters, as Latin ones
+    pos = [charloss.POSITIONS[i] for i in charloss.word_positions(["мир"])]
+    assert pos == ["word start", "word rest", "word rest"]
+
+
+def test_attribution_share_stays_within_its_stated_range():
+    # before: share = bits / signed total: parts pulling opposite ways gave +300% and -200%
+    a = np.array([4.0, 4.0, 1.0, 1.0]) * LN2
+    b = np.array([2.0, 2.0, 3.0, 2.0]) * LN2  # part x: +4 bits, part y: -3 bits, total +1 bit
+    split = attribution.Split(np.array([0, 0, 1, 1]), ["x", "y"])
+    att = attribution.attribute(a, b, {"part": split})
+    rows = {r["part"]: r for r in att["splits"]["part"]}
+    assert att["total_bits"] == pytest.approx(1.0)
+    assert rows["x"]["bits"] == pytest.approx(4.0) and rows["y"]["bits"] == pytest.approx(-3.0)
+    for r in rows.values():
+        assert 0.0 <= r["share"] <= 1.0
+    assert sum(r["share"] for r in rows.values()) == pytest.approx(1.0)
+    assert rows["x"]["share"] == pytest.approx(4 / 7) and rows["y"]["share"] == pytest.approx(3 / 7)
+    text = attribution.format_attribution(att, "A", "B")
+    assert "0-100%" in text and "|bits|" in text
+    assert "57.1%" in text and "42.9%" in text
+    # a zero total: the shares still add up to 100% (before: nan)
+    att0 = attribution.attribute(
+        np.array([2.0, 1.0]) * LN2, np.array([1.0, 2.0]) * LN2, {"p": attribution.Split(np.array([0, 1]), ["x", "y"])}
+    )
+    assert [r["share"] for r in att0["splits"]["p"]] == pytest.approx([0.5, 0.5])

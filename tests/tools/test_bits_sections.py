@@ -220,3 +220,11 @@ def test_compare_report_sections_from_bits_outputs(runs, tmp_path):
     for rows in att["splits"].values():
         assert abs(sum(r["bits"] for r in rows) - att["total_bits"]) < 1e-9
     assert list((tmp_path).glob("attribution-*.html"))
+
+
+def test_diff_says_its_intervals_cover_held_out_blocks_not_seeds(runs):
+    # before: nothing said that with one checkpoint (one seed) a side, the intervals resample text blocks only
+    rc, text, err = bits("--diff", runs["bpe"], runs["word"], "--block-chars", 100)
+    assert rc == 0, err
+    [line] = [x for x in text.splitlines() if "not seeds" in x]
+    assert "held-out blocks" in line and "one seed" in line and "100" in line

@@ -178,8 +178,21 @@ def test_model_card_names_the_run(exported):
     assert "| recipe | `modern` |" in card
     assert f"| parameters | {params:,} (" in card
     assert f"`{e['tok'].kind} (no SPEC recorded)`: bpe, {e['tok'].vocab_size:,} tokens" in card
-    assert 'AutoModelForCausalLM.from_pretrained("bpe-hf")' in card
+    assert f'AutoModelForCausalLM.from_pretrained("{e["hf"]}")' in card  # the folder's path (absolute: not below cwd)
     assert "| training steps | not recorded |" in card  # save() stores no step: said, not invented
+
+
+def test_model_card_load_snippet_names_the_folder_path(exported, tmp_path):
+    # before: the snippet loaded from_pretrained("word") (the folder's name): a Hub id, not the folder written
+    from conftest import call_tool
+
+    done = call_tool("export", exported["word"]["ckpt"], "cards/word", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    card = (tmp_path / "cards" / "word" / "README.md").read_text()
+    assert 'AutoTokenizer.from_pretrained("./cards/word")' in card
+    assert 'AutoModelForCausalLM.from_pretrained("./cards/word")' in card
+    assert "# word" in card  # the title stays the folder's name
+    assert transformers.AutoConfig.from_pretrained(str(tmp_path / "cards" / "word")) is not None
 
 
 def test_model_card_of_a_pretrain_checkpoint(exported, tmp_path):
