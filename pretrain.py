@@ -33,7 +33,17 @@ POSITION = {False: "learned", True: "rope"}
 BUDGETS = ("minutes", "max_steps", "budget_tokens", "budget_chars", "budget_flops")
 # flags a --resume may change; every other flag keeps the run's value
 RESUME_OVERRIDABLE = {*BUDGETS, "eval_interval", "device", "dtype", "threads", "compile", "no_progress", "data", "eval"}
-RESUME_OVERRIDABLE |= {"out_dir", "run_name", "run_dir", "resume", "force", "total_batch", "dry_run", "log"}
+RESUME_OVERRIDABLE |= {
+    "out_dir",
+    "run_name",
+    "run_dir",
+    "resume",
+    "force",
+    "total_batch",
+    "total_batch_size",
+    "dry_run",
+    "log",
+}
 
 
 def on_off(text: str) -> bool:
@@ -56,7 +66,13 @@ FLAGS = {
         ("--run-dir", str, None, "the run folder itself (instead of --out-dir/CORPUS/--run-name)"),
         ("--resume", None, False, "continue the run in the run folder from its ckpt.pt"),
         ("--force", None, False, "start afresh even if the run folder holds a checkpoint (it is overwritten)"),
-        ("--dry-run", None, False, "print the settings (after --preset) and the run folder as JSON; train nothing"),
+        (
+            "--dry-run",
+            None,
+            False,
+            "print the settings (after --preset), the run folder and the size estimate (parameters, FLOPs/token, "
+            "memory: docs/training.md) as JSON, the estimate also on stderr; train nothing",
+        ),
     ],
     "budget (the run stops at the first one reached; default: --minutes 10 when none is given)": [
         ("--minutes", float, None, "wall-clock minutes, evaluations included, compilation excluded"),
@@ -82,6 +98,13 @@ FLAGS = {
         ("--batch-size", int, 16, "windows per micro-batch and process"),
         ("--grad-accum", int, 1, "micro-batches per step: a step is batch-size x grad-accum x processes"),
         ("--total-batch", int, None, "windows per step, all processes: --grad-accum = this/(batch x processes)"),
+        (
+            "--total-batch-size",
+            int,
+            None,
+            "tokens per optimizer step, all processes, as nanoGPT counts them: --grad-accum = "
+            "this/(batch-size x block-size x processes)",
+        ),
         ("--lr", float, 3e-3, "adamw only (gpt2 recipe): peak learning rate"),
         ("--min-lr", float, 3e-4, "adamw only: learning rate at the end of the schedule"),
         ("--weight-decay", float, 0.1, "adamw only: weight decay (matrices and embeddings only)"),
@@ -116,7 +139,9 @@ FLAGS = {
     ],
 }
 # allowed values: (low, high), both inclusive, None for no bound; every float must be finite
-RANGES = dict.fromkeys("batch_size grad_accum total_batch eval_interval eval_windows eval_chars".split(), (1, None))
+RANGES = dict.fromkeys(
+    "batch_size grad_accum total_batch total_batch_size eval_interval eval_windows eval_chars".split(), (1, None)
+)
 RANGES |= dict.fromkeys("block_size threads max_steps budget_tokens budget_chars budget_flops".split(), (1, None))
 RANGES |= dict.fromkeys("lr min_lr grad_clip weight_decay".split(), (0, None))
 RANGES |= recipes.flag_ranges()
@@ -169,6 +194,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, set[str]]:
     if args.min_lr > args.lr and "min_lr" in explicit and not args.resume:  # a --resume keeps the run's own
         parser.error(f"--min-lr {args.min_lr} is above --lr {args.lr} (the peak learning rate)")
     args.min_lr = min(args.min_lr, args.lr)  # a --lr below the default --min-lr: no rise at the end
+    if args.total_batch is not None and args.total_batch_size is not None:
+        parser.error("--total-batch (windows) and --total-batch-size (tokens) set the same thing: give one of them")
+    if args.device not in ("auto", "cpu"):  # refused at once, before any data is read (this imports torch)
+        try:
+            runtime.resolve_device(args.device)
+        except ValueError as e:
+            parser.error(str(e))
     if args.bpe and args.tokenizer is not None:
         parser.error("--bpe is short for --tokenizer bpe: give one of them")
     try:
@@ -221,11 +253,97 @@ log = log_master
 
 
 def dry_run(args) -> int:
-    """Print the flags' settings and the run folder (a --resume run's stored settings are not read)."""
+    """Print the flags' settings, the run folder and :func:`estimate` (a --resume run's stored settings are
+    not read); the estimate also on stderr, in words."""
     with_budget(args)
     folder = str(run_folder(args))
-    print(json.dumps({**{k: v for k, v in vars(args).items() if k != "dry_run"}, "run_folder": folder}, indent=1))
+    size = estimate(args)
+    settings = {k: v for k, v in vars(args).items() if k != "dry_run"}
+    print(json.dumps({**settings, "run_folder": folder, "estimate": size}, indent=1))
+    print(estimate_text(size), file=sys.stderr)
     return 0
+
+
+#: the vocabulary size assumed by the estimate where the SPEC does not give one (GPT-2's)
+ASSUMED_VOCAB = 50257
+#: vocabulary sizes of SPECs without a size in them (the byte tokenizer: 256 bytes and its end-of-text)
+KNOWN_VOCAB = {"byte": 257, "tiktoken:gpt2": 50257}
+
+
+def spec_vocab(text: str) -> int | None:
+    """The vocabulary size SPEC ``text`` gives or :data:`KNOWN_VOCAB` knows, else None."""
+    spec = parse_spec(text)
+    return spec.vocab_size or KNOWN_VOCAB.get(str(spec))
+
+
+def estimate(args, vocab_size: int | None = None, half: bool | None = None) -> dict:
+    """Parameters (total, embedding, rest), training FLOPs per token and memory (bytes: weights, gradients,
+    optimizer state, activations of one micro-batch; storygpt/model/sizing.py) of the run ``args`` describes.
+
+    ``vocab_size``: the tokenizer's (default: the SPEC's, else :data:`ASSUMED_VOCAB`); ``half``: 16-bit autocast
+    (default: --dtype bfloat16/float16, or auto on CUDA; auto elsewhere counts float32, the larger).
+    """
+    from types import SimpleNamespace
+
+    from storygpt.model import flops, sizing
+
+    assumed = vocab_size is None and spec_vocab(args.tokenizer) is None
+    if vocab_size is None:
+        vocab_size = spec_vocab(args.tokenizer) or ASSUMED_VOCAB
+    if half is None:
+        half = args.dtype in ("bfloat16", "float16") or (args.dtype == "auto" and args.device.startswith("cuda"))
+    cfg = {k: getattr(args, k) for k in ("n_layer", "n_head", "n_embd", "block_size", "norm", "bias")}
+    cfg |= {"vocab_size": vocab_size, "tie_embeddings": args.tie_embeddings, "position": POSITION[args.rope]}
+    total, emb = sizing.parameter_counts(cfg)
+    return {
+        "vocab_size": vocab_size,
+        "vocab_assumed": assumed,
+        "params": total,
+        "params_embedding": emb,
+        "params_non_embedding": total - emb,
+        "flops_per_token": flops.flops_per_token(SimpleNamespace(**cfg)),
+        "micro_batch_tokens": args.batch_size * args.block_size,
+        "activation_bytes": 2 if half else 4,
+        "memory": sizing.memory_estimate(cfg, args.optimizer, args.batch_size, half),
+    }
+
+
+def estimate_text(size: dict) -> str:
+    """:func:`estimate` in words (one line each for parameters, FLOPs and memory)."""
+    from storygpt.model.sizing import gib
+
+    m = size["memory"]
+    vocab = f"vocab {size['vocab_size']:,}" + (
+        " (assumed: GPT-2's; the SPEC gives none)" if size["vocab_assumed"] else ""
+    )
+    return (
+        f"parameters: {size['params']:,} ({size['params_embedding']:,} embedding, "
+        f"{size['params_non_embedding']:,} rest; {vocab})\n"
+        f"FLOPs per token: {size['flops_per_token']:,} (training: forward + backward)\n"
+        f"memory: weights {gib(m['weights'])}, gradients {gib(m['gradients'])}, optimizer state "
+        f"{gib(m['optimizer'])}, activations {gib(m['activations'])} ({size['micro_batch_tokens']:,} tokens "
+        f"a micro-batch, {size['activation_bytes']}-byte activations); total {gib(m['total'])}"
+    )
+
+
+def check_fits(args, device, dtype, vocab_size: int | None = None) -> None:
+    """Refuse a run whose :func:`estimate` exceeds the device's memory (CUDA: its total; else the RAM).
+
+    Raises:
+        RunError: naming both numbers.
+    """
+    import torch
+
+    from storygpt.model.sizing import device_memory, gib
+
+    need = estimate(args, vocab_size, dtype in (torch.bfloat16, torch.float16))["memory"]["total"]
+    have, what = device_memory(device)
+    if have is not None and need > have:
+        raise RunError(
+            f"--batch-size {args.batch_size} x --block-size {args.block_size} does not fit: the estimate is "
+            f"{gib(need)} (pretrain.py --dry-run shows its parts), above {what}, {gib(have)}; use a smaller "
+            "--batch-size (and --grad-accum or --total-batch-size for the same tokens per step)"
+        )
 
 
 def with_budget(args) -> None:
@@ -274,6 +392,7 @@ def train_in(
         device, dtype, threads = runtime.setup(args.device, args.dtype, args.threads, dist, log)
     except ValueError as e:
         raise RunError(str(e)) from None
+    check_fits(args, device, dtype)  # before any data is read
     a = args
     tokenizer, train, heldout = start.load_run_data(
         data_dir, spec, a.block_size, a.eval_chars, ckpt, files.ckpt, eval_sets
@@ -285,6 +404,8 @@ def train_in(
     except ValueError as e:
         raise RunError(f"{e} (check --n-layer/--n-head/--n-embd/--block-size/--dropout)") from None
     accum = start.grad_accum_for(a.total_batch, a.batch_size, dist.world, a.grad_accum)
+    if a.total_batch_size is not None:
+        accum = start.grad_accum_for_tokens(a.total_batch_size, a.batch_size, a.block_size, dist.world)
     log(f"recipe {recipe}")  # its name and the parts that differ from it (rank 0 only)
     options = start.Options(
         recipe.optim, a.eval_windows, a.compile, a.threads is None, not a.no_progress, tuple(a.log or ())

@@ -155,6 +155,7 @@ class Run:
     params: tuple[int, int]  # (embedding, non-embedding)
     stop: StopFlag
     log: Callable[[str], None] = print
+    peak_flops: float | None = None  # the device's bf16 peak FLOP/s (storygpt.model.sizing.BF16_PEAKS), for MFU
 
     @property
     def block_size(self) -> int:
@@ -388,6 +389,18 @@ def save(r: Run, live: Live, best: bool) -> None:
 
 
 # -------------------------------------------------------------------- loop
+def throughput(r: Run, tokens: int, seconds: float) -> dict:
+    """``tokens_per_sec``, ``flops_per_sec`` (flops_per_token x tokens/s, all processes) and, where the device's
+    peak is known (CUDA, storygpt.model.sizing), ``mfu``: flops/s over the peak of all processes, as nanoGPT."""
+    if seconds <= 0:
+        return {}
+    tps = tokens / seconds
+    out = {"tokens_per_sec": tps, "flops_per_sec": tps * r.flops_per_token}
+    if r.peak_flops:
+        out["mfu"] = out["flops_per_sec"] / (r.peak_flops * r.dist.world)
+    return out
+
+
 def run(r: Run, live: Live) -> TrainState:
     """Train until a budget is reached; evaluate every ``eval_interval`` steps and at the end.
 
@@ -425,7 +438,8 @@ def run(r: Run, live: Live) -> TrainState:
             break
         t_step, cpu_step = time.perf_counter(), time.process_time()
         loss, norm, lr = train_step(r, live, r.budgets.progress(state))
-        state.train_time += time.perf_counter() - t_step
+        seconds = time.perf_counter() - t_step
+        state.train_time += seconds
         state.train_cpu_time += time.process_time() - cpu_step
         state.step += 1
         state.tokens += r.tokens_per_step
@@ -436,7 +450,8 @@ def run(r: Run, live: Live) -> TrainState:
             hint = OptimConfig.from_dict(r.meta["optim"]).rate_flags()
             raise RunError(f"the training loss became {loss} at step {state.step}; try a lower {hint}")
         if live.metrics is not None:
-            live.metrics.write({"kind": "step", **counters(state), "lr": lr, "loss": loss, "grad_norm": norm})
+            row = {"kind": "step", **counters(state), "lr": lr, "loss": loss, "grad_norm": norm}
+            live.metrics.write(row | throughput(r, r.tokens_per_step, seconds))
         if live.bar is not None:
             live.bar.n = round(100 * r.budgets.progress(state))
             tps = state.tokens / state.train_time if state.train_time > 0 else 0.0

@@ -229,6 +229,16 @@ def summary(run, state) -> dict:
         "train_cpu_time": state.train_cpu_time,
         "tokens_per_cpu_sec": state.tokens / state.train_cpu_time if state.train_cpu_time > 0 else None,
         "flops_per_token": run.flops_per_token,
+        # model FLOPs per second (flops_per_token x tokens_per_sec) and MFU against the device's bf16 peak
+        # (CUDA devices of storygpt.model.sizing.BF16_PEAKS only; else None)
+        "flops_per_sec": (state.tokens / state.train_time) * run.flops_per_token if state.train_time > 0 else None,
+        "peak_flops": run.peak_flops,
+        "mfu": (
+            state.tokens / state.train_time * run.flops_per_token / (run.peak_flops * run.dist.world)
+            if state.train_time > 0 and run.peak_flops
+            else None
+        ),
+        "max_memory_allocated": torch.cuda.max_memory_allocated(run.device) if run.device.type == "cuda" else None,
         "chars_per_token": run.chars_per_token,
         "config": m["config"],
         "optim": m["optim"],  # the OptimConfig (storygpt/model/optim.py): the recipe's optimizer

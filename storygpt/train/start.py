@@ -54,6 +54,23 @@ def grad_accum_for(total_batch: int | None, batch_size: int, world: int, grad_ac
     return k
 
 
+def grad_accum_for_tokens(total_tokens: int, batch_size: int, block_size: int, world: int) -> int:
+    """Micro-batches per step for ``--total-batch-size`` tokens (nanoGPT's count): ``total_tokens /
+    (batch_size x block_size x world)``.
+
+    Raises:
+        RunError: a total that is not a multiple of batch_size x block_size x world, naming the numbers.
+    """
+    per = batch_size * block_size * world
+    k, rest = divmod(total_tokens, per)
+    if rest or not k:
+        raise RunError(
+            f"--total-batch-size {total_tokens} tokens is not a multiple of --batch-size {batch_size} x "
+            f"--block-size {block_size} x {world} process(es) = {per} tokens a micro-step"
+        )
+    return k
+
+
 def load_run_data(
     data_dir: Path, spec, block_size: int, eval_chars: int, ckpt: dict | None, ckpt_path: Path, eval_sets=()
 ):
@@ -98,6 +115,7 @@ def build(
     compiled/DDP wrapper and the :class:`Run`; restore the optimizer and RNG states from ``ckpt``."""
     from storygpt.model import GPT
     from storygpt.model.flops import flops_per_token, parameter_split
+    from storygpt.model.sizing import peak_flops
 
     torch.manual_seed(hyper.seed)
     model = GPT(config).to(device)
@@ -129,6 +147,7 @@ def build(
         params=parameter_split(model),
         stop=stop,
         log=log,
+        peak_flops=peak_flops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None,
     )
     if ckpt is None:
         return r, Live(TrainState(), np.random.default_rng([hyper.seed, dist.rank]))
@@ -272,6 +291,14 @@ def open_trackers(r: Run, kinds, resume_step: int | None) -> list:
     return trackers
 
 
+def speed_extras(result: dict) -> str:
+    """The done line's MFU and peak CUDA memory, where summary.json has them."""
+    out = f", MFU {100 * result['mfu']:.1f}%" if result.get("mfu") is not None else ""
+    if result.get("max_memory_allocated"):
+        out += f", peak memory {result['max_memory_allocated'] / 2**30:.2f} GiB"
+    return out
+
+
 def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool) -> dict:
     """Probe threads, open metrics.jsonl, compile, show progress, run the loop; summary.json's dict + history."""
     from tqdm import tqdm
@@ -332,6 +359,7 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
         r.log(
             f"done ({state.stop_reason}): {result['params']:,} parameters, {state.step:,} steps, "
             f"{state.tokens:,} tokens, {state.flops:.3g} FLOPs, {result['tokens_per_sec'] or 0:,.0f} tokens/s, "
+            f"{result['flops_per_sec'] or 0:.3g} FLOPs/s{speed_extras(result)}, "
             f"held-out {result['val_loss']:.4f} nats/token, {result['val_bpc']:.4f} bits/char "
             f"(best {result['best_val_bpc']:.4f}) | {state.elapsed:.0f}s"
             + (f" + {state.compile_time:.0f}s compiling" if state.compile_time else "")

@@ -81,7 +81,8 @@ def test_pretrain_loss_falls_and_writes_the_run_folder(tmp_path):
     r = rows(run_dir)
     assert [x["step"] for x in r if x["kind"] == "step"] == list(range(1, 41))
     assert [x["step"] for x in r if x["kind"] == "eval"] == [20, 40]
-    assert list(r[0]) == ["kind", "step", "tokens", "chars", "flops", "elapsed", "lr", "loss", "grad_norm"]
+    step_keys = ["kind", "step", "tokens", "chars", "flops", "elapsed", "lr", "loss", "grad_norm"]
+    assert list(r[0]) == [*step_keys, "tokens_per_sec", "flops_per_sec"]  # and mfu on a CUDA device of known peak
     ev = [x for x in r if x["kind"] == "eval"][-1]
     head = ["kind", "step", "tokens", "chars", "flops", "elapsed", "val_loss", "val_bpc", "val_bpb"]
     assert list(ev) == [*head, "sets", "sets_macro_bpc", "sets_micro_bpc"]
