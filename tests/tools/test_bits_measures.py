@@ -13,7 +13,6 @@ from conftest import CORPORA
 
 torch = pytest.importorskip("torch")
 
-from storygpt.eval import attribution, charloss, perturb, sets, vocab_health  # noqa: E402
 from storygpt.data.evalsets import (  # noqa: E402
     default_groups,
     heldout_work_names,
@@ -21,6 +20,7 @@ from storygpt.data.evalsets import (  # noqa: E402
     read_eval_sets,
     summarize,
 )
+from storygpt.eval import attribution, charloss, perturb, sets, vocab_health  # noqa: E402
 from storygpt.eval.bits import count_bytes, count_characters, evaluate_bits  # noqa: E402
 from storygpt.tokenizers import train_bpe  # noqa: E402
 
