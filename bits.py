@@ -376,12 +376,26 @@ def texts_to_measure(args, loaded, eval_sets):
     return texts, ", ".join([source, *(f"{s.name}={s.path}" for s in eval_sets)])
 
 
+def check_task_arguments(parser, args) -> None:
+    """Refuse bad task flags in one line (exit 2) before anything is loaded; sets ``args.task_names``."""
+    from storygpt.cli import check_output
+    from storygpt.tasks import TaskError
+    from storygpt.tasks.tool import check_task_flags
+
+    if args.tasks is not None and args.task_items >= 1:
+        check_output(parser, "--task-dir", args.task_dir, folder=True)
+    try:
+        args.task_names = check_task_flags(
+            args.tasks, items=args.task_items, task_dir=args.task_dir, task_data=args.task_data
+        )
+    except TaskError as e:
+        parser.error(str(e))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
-    from storygpt.tasks.tool import check_arguments as check_task_arguments
-
     check_task_arguments(parser, args)
     if args.json not in (None, "-") and (args.json.endswith(".pt") or Path(args.json).is_dir()):
         parser.error(
@@ -445,7 +459,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.task_names:  # --tasks: task scores instead of bits per character of the text
             from storygpt.tasks import tool as task_tool
 
-            report = task_tool.run(args, paths, loaded, texts[0].documents, source, device, run_name)
+            report = task_tool.run(
+                paths,
+                loaded,
+                texts[0].documents,
+                source,
+                device,
+                run_name,
+                names=args.task_names,
+                task_dir=args.task_dir,
+                task_data=args.task_data,
+                items=args.task_items,
+                seed=args.task_seed,
+                threads=args.threads,
+                dtype=args.dtype,
+                progress=args.json != "-" and not args.no_progress,
+            )
             if args.json == "-":
                 print(json.dumps(report, indent=2))
             else:

@@ -18,6 +18,7 @@ See docs/compare.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from storygpt.cli import ToolParser, check_ranges
@@ -29,6 +30,7 @@ from storygpt.compare.settings import (
     DEFAULT_PERTURB,
     DEFAULT_SPECS,
     EVALS_PER_RUN,
+    CompareOptions,
     number,
 )
 from storygpt.eval.heldout import DEFAULT_BLOCK_CHARS
@@ -216,18 +218,57 @@ RANGES |= dict.fromkeys(("n_layer", "n_head", "n_embd", "block_size", "batch_siz
 RANGES |= executors.RANGES
 
 
+def check_engine_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``parser.error`` (exit 2) for a --ray-*/--slurm-* flag set away from its default beside another
+    --executor (it would be ignored)."""
+    for engine, dests in executors.ENGINE_FLAGS.items():
+        for dest in dests:
+            if args.executor != engine and getattr(args, dest) != parser.get_default(dest):
+                parser.error(
+                    f"--{dest.replace('_', '-')} is a setting of --executor {engine}; these runs go to "
+                    f"--executor {args.executor}, which would ignore it"
+                )
+
+
+def check_task_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple | None:
+    """The --tasks names (None: no tasks section), or ``parser.error`` (exit 2) for a bad task flag."""
+    from storygpt.tasks import TaskError
+    from storygpt.tasks.report_section import check_task_flags
+
+    try:
+        names = check_task_flags(args.tasks, items=args.task_items, task_data=args.task_data)
+    except TaskError as e:
+        parser.error(str(e))
+    return None if names is None else tuple(names)
+
+
+def options_of(args: argparse.Namespace, task_names: tuple | None = None) -> CompareOptions:
+    """The :class:`CompareOptions` of compare.py's parsed command line (the library never sees the Namespace)."""
+    given = vars(args)
+    values = {f.name: given[f.name] for f in dataclasses.fields(CompareOptions) if f.name in given}
+    for name in ("pretrain_args", "data_args"):  # argparse reads --pretrain-args=-- (the end of flags) as a list
+        if not isinstance(values[name], str):
+            values[name] = " ".join(values[name])
+    for name in ("specs", "eval", "slurm_param"):
+        values[name] = tuple(values[name] or ())
+    return CompareOptions(**values, task_names=task_names)
+
+
+def parse_options(argv: list[str]) -> CompareOptions:
+    """compare.py's arguments ``argv`` as :class:`CompareOptions` (no checks: for --rerun's report command)."""
+    return options_of(build_parser().parse_args(argv))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
-    executors.check_engine_flags(parser, args)
-    from storygpt.tasks.report_section import check_arguments as check_task_arguments
-
-    check_task_arguments(parser, args)
+    check_engine_flags(parser, args)
+    task_names = check_task_arguments(parser, args)
     if args.rerun is not None:
-        return rerun(args.rerun, argv, build_parser(), main)
-    return compare(args, argv)
+        return rerun(args.rerun, argv, parse_options, main)
+    return compare(options_of(args, task_names), argv)
 
 
 if __name__ == "__main__":

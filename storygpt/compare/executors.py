@@ -423,23 +423,12 @@ def execute(
 
 
 # ------------------------------------------------------------------ compare.py's flags
-#: the flags of each cluster engine: given beside another --executor they would be ignored, so they are refused
+#: the flags of each cluster engine: given beside another --executor they would be ignored, so compare.py
+#: refuses them
 ENGINE_FLAGS = {
     "ray": ("ray_address", "ray_gpus"),
     "slurm": ("slurm_partition", "slurm_time", "slurm_gpus", "slurm_cpus", "slurm_param", "slurm_cluster"),
 }
-
-
-def check_engine_flags(parser, args) -> None:
-    """``parser.error`` (exit 2) for a --ray-*/--slurm-* flag set away from its default beside another
-    --executor (it would be ignored)."""
-    for engine, dests in ENGINE_FLAGS.items():
-        for dest in dests:
-            if args.executor != engine and getattr(args, dest) != parser.get_default(dest):
-                parser.error(
-                    f"--{dest.replace('_', '-')} is a setting of --executor {engine}; these runs go to "
-                    f"--executor {args.executor}, which would ignore it"
-                )
 
 
 def add_arguments(p) -> None:

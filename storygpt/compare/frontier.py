@@ -9,9 +9,11 @@ Under-trained or lossy runs are left out.  Details: docs/compare.md.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -220,6 +222,26 @@ def _n(x: float) -> str:
         if abs(x) >= scale:
             return f"{x / scale:.3g}{unit}"
     return f"{x:.3g}"
+
+
+def write(report_dir: Path, results: Sequence, budget_label) -> list:
+    """The isoFLOP frontiers of a --sizes comparison written beside its report: a section appended to
+    report.md, ``frontiers`` in results.json, isoflop.png; returns them."""
+    from storygpt.atomic import write_text
+
+    fronts = frontiers(results)
+    path = report_dir / "report.md"
+    text = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + "\n".join(markdown(fronts, budget_label))
+    write_text(path, text.rstrip("\n") + "\n")
+    try:
+        doc = json.loads((report_dir / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = {}
+    doc = doc if isinstance(doc, dict) else {}
+    doc["frontiers"] = [as_dict(bf) for bf in fronts]
+    write_text(report_dir / "results.json", json.dumps(doc, indent=2) + "\n")
+    plot(fronts, report_dir / "isoflop.png", budget_label)
+    return fronts
 
 
 def markdown(fronts: Sequence[BudgetFrontier], budget_label) -> list[str]:

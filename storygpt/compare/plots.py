@@ -57,7 +57,7 @@ def plot_sweep(sw, path: str | os.PathLike, colours: dict[str, str], title: str 
     points hollow."""
     import numpy as np
 
-    from storygpt.compare.stats import PowerLawFit
+    from storygpt.compare.analysis import PowerLawFit
 
     fig = canvas()
     ax = fig.subplots()

@@ -102,7 +102,7 @@ def markdown_table(results: Sequence) -> str:
 
 def sweep_section(sw) -> list[str]:
     """Budget sweep: the fitted curves (or why there are none) and the crossovers."""
-    from storygpt.compare.stats import PowerLawFit
+    from storygpt.compare.analysis import PowerLawFit
 
     lines = ["## Bits per character against compute", "", "![bits/char against training FLOPs](bpc_vs_compute.png)", ""]
     lines.append("| tokenizer | fit L(C) = E + A C^-alpha | E | alpha | range of C fitted |")

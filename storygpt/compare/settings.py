@@ -1,7 +1,8 @@
 """What a tokenizer comparison is (compare.py's pieces without the command line and the subprocesses).
 
-The settings every run shares (:class:`Settings`), the SPECs, the budget and the model shape read from
-compare.py's arguments, the FLOPs-per-token estimate that spaces the evaluations, the run folders and their
+compare.py's option values (:class:`CompareOptions`, made once by the tool from its command line), the
+settings every run shares (:class:`Settings`), the SPECs, the budget and the model shape read from those
+options, the FLOPs-per-token estimate that spaces the evaluations, the run folders and their
 state (:class:`Run`: refused, finished, measured), the token files data.py leaves and whether they were made
 with other BPE options, and the figures the report is made of (:func:`collect`, :func:`status_line`).
 Problems are :class:`CompareError`, one line each.  compare.py runs the tools (storygpt.compare.toolrun).
@@ -49,6 +50,71 @@ MEASUREMENT = ("data_dir", "bits_chars", "block_chars", "perturb", "eval")
 
 class CompareError(Exception):
     """A problem reported in one line: ``compare.py: error: MESSAGE``."""
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """The values of compare.py's options (compare.py makes one from its command line; the library never
+    sees the command line).  Names are compare.py's flags' dest names; the defaults are compare.py's own
+    where this module knows them, else None (not given).  ``pretrain_args``/``data_args``: one string each,
+    split with shlex; ``task_names``: the resolved --tasks (None: no tasks section); ``no_bars``: no progress
+    bar or progress lines (several runs at once)."""
+
+    specs: tuple = ()
+    report: str | None = None
+    reports_dir: str = "reports"
+    out_dir: str = "checkpoints/compare"
+    budget_flops: str | None = None
+    budget_chars: str | None = None
+    budget_tokens: str | None = None
+    minutes: str | None = None
+    preset: str | None = None
+    n_layer: int | None = None
+    n_head: int | None = None
+    n_embd: int | None = None
+    block_size: int | None = None
+    batch_size: int | None = None
+    learned: bool = False
+    seed: int = 1337
+    seeds: int = 1
+    recipe: str | None = None
+    eval_interval: int | None = None
+    pretrain_args: str = ""
+    corpus: str = "shakespeare"
+    train_file: str | None = None
+    valid_file: str | None = None
+    valid_fraction: float | None = None
+    sdist: str | None = None
+    name: str | None = None
+    data_root: str = "data"
+    data_args: str = ""
+    bits_chars: int = DEFAULT_BITS_CHARS
+    block_chars: int = 2000
+    eval: tuple = ()
+    perturb: str | None = DEFAULT_PERTURB
+    bits_per_byte: bool = False
+    device: str | None = None
+    threads: int = 0
+    verbose: bool = False
+    no_bars: bool = False
+    # where the runs train (storygpt.compare.executors)
+    jobs: int | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_gpus: float = 0
+    slurm_partition: str | None = None
+    slurm_time: int = 60
+    slurm_gpus: int = 0
+    slurm_cpus: int = 1
+    slurm_param: tuple = ()
+    slurm_cluster: str = "slurm"
+    retries: int = 2
+    sizes: str | None = None
+    log: str | None = None
+    # compare.py --tasks (storygpt.tasks.report_section)
+    task_names: tuple | None = None
+    task_items: int | None = None
+    task_data: str | None = None
 
 
 @dataclass
@@ -152,21 +218,21 @@ def parse_budget_list(flag: str, text: str) -> list[float]:
     return values
 
 
-def budget_of(args) -> tuple[str, list[float]]:
+def budget_of(options: CompareOptions) -> tuple[str, list[float]]:
     """The one kind of budget given (key of :data:`BUDGETS`) and its values (a sweep when several); FLOPs
     by default.
 
     Raises:
         CompareError: several kinds of budget, or a value that is not a positive finite number.
     """
-    given = [k for k in BUDGETS if getattr(args, k) is not None]
+    given = [k for k in BUDGETS if getattr(options, k) is not None]
     if len(given) > 1:
         flags = ", ".join(BUDGETS[k][0] for k in given)
         raise CompareError(f"give one budget, not several ({flags}): every tokenizer gets the same one")
     if not given:
         return "budget_flops", [DEFAULT_BUDGET_FLOPS]
     key = given[0]
-    return key, parse_budget_list(BUDGETS[key][0], getattr(args, key))
+    return key, parse_budget_list(BUDGETS[key][0], getattr(options, key))
 
 
 def budget_label(key: str, value: float) -> str:
@@ -174,61 +240,68 @@ def budget_label(key: str, value: float) -> str:
     return f"{SHORT[key]}{number(value)}"
 
 
-def corpus_name(args) -> str:
+def corpus_name(name: str | None, train_file: str | None, corpus: str) -> str:
     """The corpus folder name data.py will use (``--name``, else the --train-file stem, else the corpus)."""
-    if args.name:
-        return args.name
-    if args.train_file:
-        return Path(args.train_file).stem
-    return args.corpus
+    if name:
+        return name
+    if train_file:
+        return Path(train_file).stem
+    return corpus
 
 
-def shape_of(args) -> dict | None:
-    """n_layer, n_head, n_embd, block_size of the runs, or None when a --preset cannot be looked up here."""
-    explicit = {k: getattr(args, k) for k in DEFAULT_SHAPE if getattr(args, k) is not None}
-    if args.preset is None:
+def given_shape(options: CompareOptions) -> dict:
+    """The shape flags given (n_layer, n_head, n_embd, block_size; those not given left out)."""
+    return {k: getattr(options, k) for k in DEFAULT_SHAPE if getattr(options, k) is not None}
+
+
+def shape_of(preset_name: str | None, explicit: dict) -> dict | None:
+    """n_layer, n_head, n_embd, block_size of the runs (``explicit``: the shape flags given, which win over
+    the preset), or None when a --preset cannot be looked up here."""
+    if preset_name is None:
         return {**DEFAULT_SHAPE, **explicit}
     try:
         from storygpt.model.presets import preset  # pretrain.py's presets
     except ImportError:
         return None
     try:
-        base = preset(args.preset)
+        base = preset(preset_name)
     except ValueError as e:
         raise CompareError(f"--preset: {e}") from None
     return {k: base[k] for k in DEFAULT_SHAPE} | explicit
 
 
-def shape_flags(args) -> list[str]:
-    """pretrain.py's model flags: --preset and the shape flags given (or the default shape)."""
+def shape_flags(preset_name: str | None, explicit: dict) -> list[str]:
+    """pretrain.py's model flags: --preset and the shape flags given (``explicit``; or the default shape)."""
     flags = []
-    if args.preset is not None:
-        flags += ["--preset", args.preset]
+    if preset_name is not None:
+        flags += ["--preset", preset_name]
     for k, default in DEFAULT_SHAPE.items():
-        v = getattr(args, k)
-        if v is None and args.preset is None:
+        v = explicit.get(k)
+        if v is None and preset_name is None:
             v = default
         if v is not None:
             flags += [f"--{k.replace('_', '-')}", str(v)]
     return flags
 
 
-def model_words(args, shape: dict | None) -> str:
+def model_words(
+    shape: dict | None, *, learned: bool, preset_name: str | None, batch_size: int | None, pretrain_args: str
+) -> str:
     """The model shape in words, for the report."""
-    pos = "learned positions" if args.learned else "rotary positions"
+    pos = "learned positions" if learned else "rotary positions"
     if shape is None:
-        return f"preset {args.preset}, {pos}"
+        return f"preset {preset_name}, {pos}"
     words = (
         f"{shape['n_layer']} layer{'s' if shape['n_layer'] != 1 else ''}, {shape['n_head']} "
         f"head{'s' if shape['n_head'] != 1 else ''}, width {shape['n_embd']}, "
         f"context {shape['block_size']} tokens, {pos}"
     )
-    if args.preset:
-        words = f"preset {args.preset}: {words}"
-    if args.batch_size:
-        words += f", {args.batch_size} windows per step"
-    if args.pretrain_args.strip():
-        words += f"; pretrain.py {args.pretrain_args.strip()}"
+    if preset_name:
+        words = f"preset {preset_name}: {words}"
+    if batch_size:
+        words += f", {batch_size} windows per step"
+    if pretrain_args.strip():
+        words += f"; pretrain.py {pretrain_args.strip()}"
     return words
 
 
@@ -260,14 +333,20 @@ def estimate_steps(
 
 
 def eval_interval_for(
-    args, budget: tuple[str, float], shape: dict | None, vocab_size: int | None, chars_per_token: float | None = None
+    budget: tuple[str, float],
+    shape: dict | None,
+    vocab_size: int | None,
+    chars_per_token: float | None = None,
+    *,
+    given: int | None = None,
+    batch_size: int | None = None,
 ) -> int | None:
-    """--eval-interval for one run: the user's, or about :data:`EVALS_PER_RUN` evaluations when its steps can
+    """--eval-interval for one run: the user's (``given``), or about :data:`EVALS_PER_RUN` evaluations when its steps can
     be estimated (FLOPs and tokens budgets; characters with the training split's ``chars_per_token``), every
     step when it has fewer steps than that; None (pretrain.py's default) otherwise."""
-    if args.eval_interval is not None:
-        return args.eval_interval
-    steps = estimate_steps(budget, shape, vocab_size, args.batch_size or PRETRAIN_BATCH, chars_per_token)
+    if given is not None:
+        return given
+    steps = estimate_steps(budget, shape, vocab_size, batch_size or PRETRAIN_BATCH, chars_per_token)
     if steps is None:
         return None
     return max(1, int(steps // EVALS_PER_RUN))
@@ -464,14 +543,16 @@ def collect(runs: list[Run]):
     return results, curves
 
 
-def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, root: Path):
+def report_meta(
+    options: CompareOptions, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, root: Path
+):
     """The :class:`~storygpt.compare.report.ReportMeta` of a comparison: its settings, held-out text, budget, hardware
-    and provenance (``root``: the repository, for its commit), from compare.py's arguments and the results."""
+    and provenance (``root``: the repository, for its commit), from compare.py's options and the results."""
     bits = read_json_or_none(Path(results[0].run_dir) / "bits.json") or {}
     n = bits.get("characters", results[0].heldout_chars)
     text_path = Path(bits.get("text", data_dir / "valid.txt"))
     source = show(text_path)  # relative to the working directory when below it
-    blocks = f"; the bootstrap's blocks: {args.block_chars:,} characters"
+    blocks = f"; the bootstrap's blocks: {options.block_chars:,} characters"
     if settings.bits_chars == 0 or n < settings.bits_chars:
         heldout = f"all {n:,} characters of {source}, the same for every tokenizer{blocks}"
     else:
@@ -497,7 +578,13 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
         name=report,
         corpus=corpus,
         data_dir=str(data_dir),
-        model=model_words(args, shape),
+        model=model_words(
+            shape,
+            learned=options.learned,
+            preset_name=options.preset,
+            batch_size=options.batch_size,
+            pretrain_args=options.pretrain_args,
+        ),
         budget=budget,
         heldout=heldout,
         command=shlex.join(["python", "compare.py", *argv]),
@@ -505,7 +592,7 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
         seeds=seeds,
         budgets=budget_values,
         hardware=hardware,
-        recipe=args.recipe,
+        recipe=options.recipe,
         argv=argv,
         provenance=env,
         measurement={k: getattr(settings, k) for k in ("bits_chars", "block_chars", "perturb", "eval")},
@@ -515,3 +602,40 @@ def report_meta(args, settings, report, corpus, data_dir, shape, results, argv, 
 def budget_key_of(results) -> str:
     """The budget kind of the report's runs (their label's prefix)."""
     return budget_kind(results[0].budget)
+
+
+def measurement_flags(done, argv: list[str]) -> list[str]:
+    """compare.py flags, put after the report's ``argv``, that measure as its ``meta.measurement`` records
+    (``None``: a report from before 2026-12-05, measured by the defaults of then, the first 100,000 characters
+    and no noisy copies, where ``argv`` does not give the flag, abbreviated or not).  --eval sets are in argv.
+
+    Raises:
+        ValueError: a field of the wrong type or range (the message names it).
+    """
+    if done is None:
+        given = {a.split("=")[0] for a in argv if a.startswith("--")}
+        flags = []
+        for flag, then in (("--bits-chars", "100000"), ("--perturb", "none")):
+            if not any(len(g) > 3 and flag.startswith(g) for g in given):
+                flags += [flag, then]
+        return flags
+    if not isinstance(done, dict):
+        raise ValueError(f"is not an object: {done!r}")
+    flags = []
+    for key, flag in (("bits_chars", "--bits-chars"), ("block_chars", "--block-chars")):
+        v = done.get(key)
+        if v is None and key == "block_chars":
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "bits_chars" else 1):
+            raise ValueError(f"{key} {v!r} is not a {'non-negative' if key == 'bits_chars' else 'positive'} integer")
+        flags += [flag, str(v)]
+    perturb = done.get("perturb")
+    if perturb is not None and not isinstance(perturb, str):
+        raise ValueError(f"perturb {perturb!r} is not a string of kinds")
+    from storygpt.eval.perturb import parse_kinds
+
+    try:
+        parse_kinds(perturb)
+    except ValueError as e:
+        raise ValueError(f"perturb: {e}") from None
+    return flags + ["--perturb", perturb or "none"]

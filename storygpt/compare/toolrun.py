@@ -1,24 +1,38 @@
-"""Run a command-line tool as a subprocess: its output to a log, Ctrl-C passed on, a progress bar following it.
+"""Run a command-line tool as a subprocess: its output to a log, Ctrl-C passed on, progress following it.
 
-compare.py runs data.py, pretrain.py and bits.py through :func:`run_tool` (looked up on this module, so that
-tests can put a stand-in in its place).
+compare.py runs data.py, pretrain.py and bits.py (:func:`python_tool`) through :func:`run_tool` (looked up on
+this module, so that tests can put a stand-in in its place).  While pretrain.py trains, its metrics.jsonl is
+followed (:class:`MetricsTail`) by a tqdm bar on a terminal, or by :class:`ProgressLines` (a plain line at most
+every :data:`PROGRESS_EVERY` seconds) when stderr is not one (:func:`progress_for`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+#: The checkout: data.py, pretrain.py and bits.py lie beside storygpt/.
+HERE = Path(__file__).resolve().parents[2]
+#: Seconds between two plain progress lines (stderr not a terminal).
+PROGRESS_EVERY = 10.0
+
 #: the tools running now (several at once under compare.py --jobs N): a Ctrl-C reaches them all (stop_all)
 LIVE: set[subprocess.Popen] = set()
 _LIVE_LOCK = threading.Lock()
+
+
+def python_tool(name: str) -> list[str]:
+    """The command that runs the checkout's tool ``name`` (e.g. ``pretrain.py``) with this Python."""
+    return [sys.executable, str(HERE / name)]
 
 
 def _reap(proc: subprocess.Popen, cpu: list | None) -> int | None:
@@ -60,10 +74,11 @@ def last_line(path: Path) -> str:
 
 
 class MetricsTail:
-    """Follow a growing metrics.jsonl: the latest ``step`` row's value of one key."""
+    """Follow a growing metrics.jsonl: the latest ``step`` row's value of one key (and the row, :attr:`row`)."""
 
     def __init__(self, path: Path, key: str):
         self.path, self.key, self.offset, self.value = path, key, 0, 0.0
+        self.row: dict | None = None
 
     def poll(self) -> float:
         try:
@@ -84,7 +99,69 @@ class MetricsTail:
                 continue
             if isinstance(row, dict) and row.get("kind") == "step" and isinstance(row.get(self.key), (int, float)):
                 self.value = float(row[self.key])
+                self.row = row
         return self.value
+
+
+class ProgressLines:
+    """A tqdm bar's part in :func:`run_tool` for a log or a pipe: a plain line on ``file`` (stderr) with the
+    latest step, tokens, loss and elapsed seconds of ``follow``, at most every ``every`` seconds and only when
+    a new step row has come (``label: step 120, 245,760 tokens, loss 2.3456, 31 s (40%)``)."""
+
+    def __init__(self, label: str, total: float, follow: MetricsTail, file=None, every: float = PROGRESS_EVERY):
+        self.label, self.total, self.follow, self.file, self.every = label, total, follow, file, every
+        self.n = 0.0
+        self._shown: object = None
+        self._last = -math.inf
+
+    def refresh(self) -> None:
+        row = self.follow.row
+        now = time.monotonic()
+        if row is None or row is self._shown or now - self._last < self.every:
+            return
+        self._shown, self._last = row, now
+        print(self.line(row), file=self.file or sys.stderr, flush=True)
+
+    def line(self, row: dict) -> str:
+        parts = [f"step {row.get('step', '?')}"]
+        if isinstance(row.get("tokens"), (int, float)):
+            parts.append(f"{int(row['tokens']):,} tokens")
+        loss = row.get("loss", row.get("train_loss"))
+        if isinstance(loss, (int, float)):
+            parts.append(f"loss {loss:.4f}")
+        if isinstance(row.get("elapsed"), (int, float)):
+            parts.append(f"{row['elapsed']:.0f} s")
+        share = f" ({100 * min(self.n, self.total) / self.total:.0f}%)" if self.total else ""
+        return f"{self.label}: {', '.join(parts)}{share}"
+
+    def close(self) -> None:
+        pass
+
+
+def progress_for(label: str, total: float, follow: MetricsTail, bar_format: str, quiet: bool, unit_seconds: bool):
+    """What follows a training run in :func:`run_tool`: a tqdm bar when stderr is a terminal, else
+    :class:`ProgressLines`; a disabled bar when ``quiet`` (the tool's own output shown, or runs at once)."""
+    from tqdm import tqdm
+
+    if not quiet and not _is_terminal(sys.stderr):
+        return ProgressLines(label.strip(), total, follow)
+    return tqdm(
+        total=total,
+        desc=label,
+        unit="s" if unit_seconds else "",
+        unit_scale=not unit_seconds,
+        leave=False,
+        disable=True if quiet else None,
+        file=sys.stderr,
+        bar_format=bar_format,
+    )
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 
 :func:`paired_bootstrap` (percentile intervals over held-out character blocks and seeds; Koehn 2004,
 Efron and Tibshirani 1993), :func:`spearman`/:func:`spearman_p_exact` and :func:`renyi_efficiency`
-(Zouhar et al. 2023, alpha 2.5).  The power-law fit of a sweep is compare's: storygpt.compare.stats.
+(Zouhar et al. 2023, alpha 2.5).  The power-law fit of a sweep is compare's: storygpt.compare.analysis.
 """
 
 from __future__ import annotations

@@ -46,44 +46,48 @@ def add_arguments(p) -> None:
     )
 
 
-def check_arguments(parser, args) -> None:
-    """Refuse bad task flags in one line (exit 2) before any work; sets ``args.task_names``."""
-    args.task_names = None
-    if args.tasks is None:
-        if args.task_data:
-            parser.error("--task-data needs --tasks")
-        return
-    if args.task_items < 1:
-        parser.error(f"--task-items must be at least 1, got {args.task_items}")
-    if args.task_data and not Path(args.task_data).is_dir():
-        parser.error(f"--task-data {args.task_data}: no such folder")
-    try:
-        args.task_names = catalog.resolve_names(args.tasks)
-    except TaskError as e:
-        parser.error(str(e))
+def check_task_flags(tasks: str | None, *, items: int, task_data: str | None) -> list | None:
+    """The task names of compare.py's ``--tasks`` (None when not given), every task flag checked before any
+    work.
+
+    Raises:
+        TaskError: a bad task flag, in one line (compare.py stops with it, exit 2).
+    """
+    if tasks is None:
+        if task_data:
+            raise TaskError("--task-data needs --tasks")
+        return None
+    if items < 1:
+        raise TaskError(f"--task-items must be at least 1, got {items}")
+    if task_data and not Path(task_data).is_dir():
+        raise TaskError(f"--task-data {task_data}: no such folder")
+    names = catalog.resolve_names(tasks)
     from storygpt.tasks import need_lm_eval
 
     try:
         need_lm_eval()
     except ImportError as e:
-        parser.error(str(e))
+        raise TaskError(str(e)) from None
+    return names
 
 
-def _key(args, valid: Path, text: str, ckpt: Path) -> dict:
+def _key(names, items: int, task_data, valid: Path, text: str, ckpt: Path) -> dict:
     return {
-        "tasks": list(args.task_names),
-        "items": args.task_items,
+        "tasks": list(names),
+        "items": items,
         "seed": 0,
         "text": str(valid),
         "text_chars": len(text),
-        "task_data": str(args.task_data) if args.task_data else None,
+        "task_data": str(task_data) if task_data else None,
         "checkpoint_mtime_ns": ckpt.stat().st_mtime_ns,
     }
 
 
-def score_runs(args, runs, data_dir: Path, report_dir: Path, device: str, threads: int | None):
+def score_runs(
+    runs, data_dir: Path, report_dir: Path, device: str, threads: int | None, *, names, items: int, task_data=None
+):
     """Each run's :class:`storygpt.tasks.run.ModelTasks` (reused from its ``tasks.json`` when unchanged) and
-    the task specs.
+    the task specs: the tasks ``names``, ``items`` items per made task, ``task_data`` (compare.py --task-data).
 
     Raises:
         TaskError: bad task input (before any run is scored).
@@ -99,17 +103,10 @@ def score_runs(args, runs, data_dir: Path, report_dir: Path, device: str, thread
 
     valid = data_dir / "valid.txt"
     text = "\n\n".join(read_documents(valid))
-    prepared = prepare(
-        args.task_names,
-        text=text,
-        source=str(valid),
-        task_dir=None,
-        data_dir=args.task_data,
-        items=args.task_items,
-    )
-    made_names = [n for n in args.task_names if n in made.MADE]
+    prepared = prepare(names, text=text, source=str(valid), task_dir=None, data_dir=task_data, items=items)
+    made_names = [n for n in names if n in made.MADE]
     if made_names:  # the made tasks, kept beside the report for lm-eval itself (the same items: seeded)
-        made.make_tasks(text, report_dir / "tasks", made_names, items=args.task_items, source=str(valid))
+        made.make_tasks(text, report_dir / "tasks", made_names, items=items, source=str(valid))
     if device == "cpu":
         from storygpt.runtime import usable_cores
 
@@ -117,7 +114,7 @@ def score_runs(args, runs, data_dir: Path, report_dir: Path, device: str, thread
     out = []
     for i, run in enumerate(runs, 1):
         ckpt = run.folder / "ckpt.pt"
-        key = _key(args, valid, text, ckpt)
+        key = _key(names, items, task_data, valid, text, ckpt)
         cached = None
         try:
             doc = json.loads((run.folder / TASKS_FILE).read_text(encoding="utf-8"))
@@ -223,9 +220,20 @@ def section(labels: list[str], heldout: list[float], specs, scores: dict, corr: 
     return lines
 
 
-def add_task_section(args, runs, results, report_dir: Path, data_dir: Path, device: str | None, threads) -> str:
-    """Score the runs, append the section to ``report_dir/report.md`` and write ``report_dir/tasks.json``;
-    returns the section's text.
+def add_task_section(
+    runs,
+    results,
+    report_dir: Path,
+    data_dir: Path,
+    device: str | None,
+    threads,
+    *,
+    names,
+    items: int = made.DEFAULT_ITEMS,
+    task_data=None,
+) -> str:
+    """Score the runs on the tasks ``names`` (see :func:`score_runs`), append the section to
+    ``report_dir/report.md`` and write ``report_dir/tasks.json``; returns the section's text.
 
     Raises:
         TaskError: bad task input.
@@ -235,7 +243,9 @@ def add_task_section(args, runs, results, report_dir: Path, data_dir: Path, devi
     from storygpt.tasks.run import compare_models
 
     device = resolve_device(device or "auto")
-    per_run, specs = score_runs(args, runs, data_dir, report_dir, device, threads)
+    per_run, specs = score_runs(
+        runs, data_dir, report_dir, device, threads, names=names, items=items, task_data=task_data
+    )
     labels = [r.label for r in runs]
     heldout = [float(r.bits_per_char) for r in results]
     scores = compare_models(labels, per_run)

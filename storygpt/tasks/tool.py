@@ -45,35 +45,53 @@ def add_arguments(ap) -> None:
     g.add_argument("--task-seed", type=int, default=0, metavar="S", help="seed of the made tasks (default 0)")
 
 
-def check_arguments(parser, args) -> None:
-    """Refuse bad task flags in one line (exit 2) before anything is loaded; sets ``args.task_names``."""
-    args.task_names = None
-    if args.tasks is None:
-        for flag in ("task_dir", "task_data"):
-            if getattr(args, flag):
-                parser.error(f"--{flag.replace('_', '-')} needs --tasks")
-        return
-    if args.task_items < 1:
-        parser.error(f"--task-items must be at least 1, got {args.task_items}")
-    from storygpt.cli import check_output
+def check_task_flags(tasks: str | None, *, items: int, task_dir: str | None, task_data: str | None) -> list | None:
+    """The task names of bits.py's ``--tasks`` (None when not given), every task flag checked before anything
+    is loaded (bits.py checks that --task-dir can be written first).
 
-    check_output(parser, "--task-dir", args.task_dir, folder=True)
-    if args.task_data and not Path(args.task_data).is_dir():
-        parser.error(f"--task-data {args.task_data}: no such folder")
-    try:
-        args.task_names = catalog.resolve_names(args.tasks, args.task_dir)
-    except TaskError as e:
-        parser.error(str(e))
+    Raises:
+        TaskError: a bad task flag, in one line (bits.py stops with it, exit 2).
+    """
+    if tasks is None:
+        for flag, value in (("--task-dir", task_dir), ("--task-data", task_data)):
+            if value:
+                raise TaskError(f"{flag} needs --tasks")
+        return None
+    if items < 1:
+        raise TaskError(f"--task-items must be at least 1, got {items}")
+    if task_data and not Path(task_data).is_dir():
+        raise TaskError(f"--task-data {task_data}: no such folder")
+    names = catalog.resolve_names(tasks, task_dir)
     from storygpt.tasks import need_lm_eval
 
     try:
         need_lm_eval()
     except ImportError as e:
-        parser.error(str(e))
+        raise TaskError(str(e)) from None
+    return names
 
 
-def run(args, paths, loaded, docs, source: str, device: str, run_name) -> dict:
-    """Score every loaded checkpoint on ``args.task_names``; returns the report (see :func:`format_report`).
+def run(
+    paths,
+    loaded,
+    docs,
+    source: str,
+    device: str,
+    run_name,
+    *,
+    names: list,
+    task_dir: str | None = None,
+    task_data: str | None = None,
+    items: int = made.DEFAULT_ITEMS,
+    seed: int = 0,
+    threads: int | None = None,
+    dtype: str = "auto",
+    progress: bool = True,
+) -> dict:
+    """Score every loaded checkpoint on the tasks ``names``; returns the report (see :func:`format_report`).
+
+    ``task_dir``, ``task_data``, ``items``, ``seed``: bits.py's --task-* flags; ``threads``: its --threads
+    (None or 0: every usable core on a CPU); ``dtype``: its --dtype; ``progress``: a line on stderr per model.
 
     Raises:
         TaskError (ValueError): bad task input, found before any model is scored.
@@ -84,29 +102,20 @@ def run(args, paths, loaded, docs, source: str, device: str, run_name) -> dict:
     from storygpt.tasks.run import compare_models, prepare, run_model
 
     text = "\n\n".join(docs) if docs else None
-    prepared = prepare(
-        args.task_names,
-        text=text,
-        source=source,
-        task_dir=args.task_dir,
-        data_dir=args.task_data,
-        items=args.task_items,
-        seed=args.task_seed,
-    )
+    prepared = prepare(names, text=text, source=source, task_dir=task_dir, data_dir=task_data, items=items, seed=seed)
     if device == "cpu":  # tiny models: bits.py's --threads, else every usable core
         from storygpt.runtime import usable_cores
 
-        torch.set_num_threads(args.threads or usable_cores())
-    names, results = [], []
+        torch.set_num_threads(threads or usable_cores())
+    labels, results = [], []
     for p in paths:
         model, tok, _ = loaded[p]
         name = run_name(p, paths)
-        if args.json != "-" and not args.no_progress:
+        if progress:
             print(f"bits.py: {name}: scoring {len(prepared.specs)} task(s)", file=sys.stderr, flush=True)
-        dtype = "float32" if args.dtype == "auto" else args.dtype
-        lm = StoryGPTLM(model=model, tokenizer=tok, device=device, dtype=dtype)
+        lm = StoryGPTLM(model=model, tokenizer=tok, device=device, dtype="float32" if dtype == "auto" else dtype)
         results.append(run_model(lm, prepared))
-        names.append(name)
+        labels.append(name)
         loaded[p] = (None, tok, loaded[p][2])
         del model, lm
         if device.startswith("cuda"):
@@ -116,12 +125,12 @@ def run(args, paths, loaded, docs, source: str, device: str, run_name) -> dict:
         "device": device,
         "tasks": {s.name: {"source": s.source, "chance": s.chance} for s in prepared.specs},
         "made": {
-            "folder": str(args.task_dir) if args.task_dir else None,
-            "seed": args.task_seed,
+            "folder": str(task_dir) if task_dir else None,
+            "seed": seed,
             "items": prepared.made_counts,
         },
-        "scores": compare_models(names, results),
-        "items": {n: {t: it.to_dict() for t, it in r.items.items()} for n, r in zip(names, results)},
+        "scores": compare_models(labels, results),
+        "items": {n: {t: it.to_dict() for t, it in r.items.items()} for n, r in zip(labels, results)},
     }
     return report
 

@@ -11,7 +11,6 @@ it needs pretrain.py --tokenizer and --budget-flops and data.py --tokenizer.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -28,12 +27,14 @@ from fake_runs import FLOPS, write_fake_run
 
 from storygpt.compare.settings import (
     CompareError,
+    CompareOptions,
     Settings,
     budget_label,
     budget_warning,
     estimate_flops_per_token,
     estimate_steps,
     eval_interval_for,
+    given_shape,
     parse_budget_list,
     shape_of,
     stale_token_files,
@@ -411,17 +412,18 @@ def test_eval_interval_estimate():
     flags = {f"--{k.replace('_', '-')}" for k in unset}
     parsed = {a["flags"][0]: a["has_default"] for a in tool_parser("compare")["actions"] if a["flags"]}
     assert {f: parsed[f] for f in flags} == dict.fromkeys(flags, False)
-    args = argparse.Namespace(**dict.fromkeys(unset))
-    shape = shape_of(args)
+    options = CompareOptions()  # the library's defaults: the same unset values
+    assert all(getattr(options, k) is None for k in unset)
+    shape = shape_of(options.preset, given_shape(options))
     assert shape == {"n_layer": 3, "n_head": 4, "n_embd": 96, "block_size": 128}
     # 6 * 12 * 3 * 96^2 + 12 * 3 * 128 * 96 + 6 * 96 * 8192 = 1,990,656 + 442,368 + 4,718,592
     assert estimate_flops_per_token(shape, 8192) == 7_151_616
     steps = 6e12 / (7_151_616 * 16 * 128)  # 409.6
-    assert eval_interval_for(args, ("budget_flops", 6e12), shape, 8192) == int(steps // 10) == 40
-    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192) is None  # chars/token unknown
-    assert eval_interval_for(args, ("budget_chars", 1e7), shape, 8192, 2.5) == int(1e7 / (2.5 * 2048) // 10) == 195
-    assert eval_interval_for(args, ("budget_tokens", 2048 * 25), shape, None) == 2
-    assert eval_interval_for(args, ("minutes", 5), shape, 8192) is None
+    assert eval_interval_for(("budget_flops", 6e12), shape, 8192) == int(steps // 10) == 40
+    assert eval_interval_for(("budget_chars", 1e7), shape, 8192) is None  # chars/token unknown
+    assert eval_interval_for(("budget_chars", 1e7), shape, 8192, 2.5) == int(1e7 / (2.5 * 2048) // 10) == 195
+    assert eval_interval_for(("budget_tokens", 2048 * 25), shape, None) == 2
+    assert eval_interval_for(("minutes", 5), shape, 8192) is None
     assert budget_label("budget_flops", 6e12) == "flops6e12"
     assert budget_label("minutes", 2.5) == "minutes2.5"
 
@@ -510,7 +512,7 @@ def test_bad_input_is_one_line(argv, message, tmp_path):
 
 
 def test_pretrain_args_the_recipe_takes_pass_the_check():
-    from storygpt.compare.run import check_pretrain_args
+    from storygpt.compare.preflight import check_pretrain_args
 
     check_pretrain_args(["--lr", "1e-3", "--dtype", "float32"], ["--recipe", "gpt2"])
     check_pretrain_args(["--momentum", "0.9", "--eval-chars", "5000"], ["--recipe", "modern"])
@@ -677,7 +679,7 @@ def test_rerun_with_another_flag_written_with_equals_is_refused(tmp_path):
 
 
 def test_rerun_of_an_old_report_keeps_its_own_measurement_flags():
-    from storygpt.compare.run import measurement_flags
+    from storygpt.compare.settings import measurement_flags
 
     assert measurement_flags(None, ["byte"]) == ["--bits-chars", "100000", "--perturb", "none"]
     assert measurement_flags(None, ["byte", "--bits-c=5000"]) == ["--perturb", "none"]

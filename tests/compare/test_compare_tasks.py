@@ -17,7 +17,7 @@ from fake_runs import FLOPS
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (pip install -e .[tasks])")
 
 from storygpt.checkpoint import save_checkpoint  # noqa: E402
-from storygpt.compare.stats import spearman, spearman_p_exact  # noqa: E402
+from storygpt.eval.stats import spearman, spearman_p_exact  # noqa: E402
 from storygpt.model import GPT, GPTConfig  # noqa: E402
 from storygpt.tokenizers import train_bpe  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""storygpt.compare.stats against closed forms and independent numpy computations."""
+"""storygpt.eval.stats and the power-law fit of storygpt.compare.analysis against closed forms and independent numpy
+computations."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from storygpt.compare import stats
+from storygpt.compare.analysis import fit_power_law
+from storygpt.eval import stats
 
 
 # ------------------------------------------------------------------ bootstrap
@@ -61,7 +63,7 @@ def test_bootstrap_errors():
 def test_power_law_recovers_exact_parameters():
     c = np.array([1e11, 3e11, 1e12, 3e12, 1e13])
     E, A, alpha = 1.8, 40.0, 0.12
-    fit = stats.fit_power_law(c, E + A * c**-alpha)
+    fit = fit_power_law(c, E + A * c**-alpha)
     assert fit.E == pytest.approx(E, rel=1e-5)
     assert fit.A == pytest.approx(A, rel=1e-4)
     assert fit.alpha == pytest.approx(alpha, rel=1e-5)
@@ -72,7 +74,7 @@ def test_power_law_recovers_exact_parameters():
 
 def test_power_law_three_points_has_no_uncertainty():
     c = np.array([1e12, 3e12, 1e13])
-    fit = stats.fit_power_law(c, 2.0 + 5.0 * (c / 1e12) ** -0.5)
+    fit = fit_power_law(c, 2.0 + 5.0 * (c / 1e12) ** -0.5)
     assert fit.alpha == pytest.approx(0.5, rel=1e-5) and fit.E == pytest.approx(2.0, rel=1e-5)
     assert fit.E_se is None and fit.alpha_se is None
 
@@ -81,7 +83,7 @@ def test_power_law_standard_errors_match_an_independent_jacobian():
     c = np.array([1e12, 2e12, 4e12, 8e12, 1.6e13, 3.2e13])
     noise = np.array([0.01, -0.012, 0.004, 0.009, -0.007, 0.002])
     y = 2.0 + 3.0 * (c / 1e12) ** -0.4 + noise
-    fit = stats.fit_power_law(c, y)
+    fit = fit_power_law(c, y)
     # numerical Jacobian of L in (E, A, alpha) at the fit, in the original units
     p = np.array([fit.E, fit.A, fit.alpha])
 
@@ -106,7 +108,7 @@ def test_power_law_standard_errors_match_an_independent_jacobian():
 
 def test_power_law_needs_three_budgets():
     with pytest.raises(ValueError, match="at least 3 distinct compute values, got 2"):
-        stats.fit_power_law([1e12, 1e12, 3e12], [2.0, 2.1, 1.9])
+        fit_power_law([1e12, 1e12, 3e12], [2.0, 2.1, 1.9])
 
 
 # ------------------------------------------------------------------ ranks
