@@ -4,7 +4,8 @@
 or the classmethods ``from_merges``, ``from_merges_ids``, ``from_vocab``, ``from_ranks``,
 ``from_parts``, ``from_dict``/``load``; checks in :mod:`~storygpt.tokenizers.bpe_vocab`.  The last
 release's spellings (``BPETokenizer.train``, ``.from_tiktoken``, ``tok.save_hf``, ...) still work
-and warn ``DeprecationWarning`` naming their replacement.  BPE (Sennrich et al. 2016), byte-level
+and warn ``DeprecationWarning`` naming their replacement (:mod:`~storygpt.tokenizers.bpe_legacy`); many texts
+at once: :mod:`~storygpt.tokenizers.bpe_batch`.  BPE (Sennrich et al. 2016), byte-level
 as in GPT-2, with :mod:`~storygpt.tokenizers.bpe_reference`'s semantics, run by the C++ core or the
 reference; merge rules ``"merges"`` (trained, GPT-2) and ``"ranks"`` (tiktoken files).
 
@@ -20,20 +21,19 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import regex
 
-from . import bpe_reference, bpe_train, interop_gpt2, interop_hf, interop_tiktoken
+from . import bpe_reference, bpe_train
 from . import io as _io
 from .base import (
     CUT_RX,
     EOT,
     Tokenizer,
     check_no_special,
-    check_texts,
     clean_text,
-    join_parts,
-    join_parts_numpy,
     resolve_special,
     safe_cut,
 )
+from .bpe_batch import BatchEncoding
+from .bpe_legacy import LastReleaseSpellings, deprecated
 from .bpe_reference import DEFAULT_PATTERN
 from .bpe_vocab import (
     MAX_ID_GAP,
@@ -53,14 +53,7 @@ from .interop_base import BPEParts, InteropError
 __all__ = ["MAX_ID_GAP", "MAX_VOCAB_SIZE", "BPETokenizer", "ByteTokenizer", "load_cpp", "train_bpe"]
 
 
-def _deprecated(old: str, new: str) -> None:
-    """One ``DeprecationWarning``: ``old`` (a spelling of the last release) now reads ``new``."""
-    warnings.warn(
-        f"{old} is deprecated and will be removed in the next release; use {new}", DeprecationWarning, stacklevel=3
-    )
-
-
-class BPETokenizer(Tokenizer):
+class BPETokenizer(LastReleaseSpellings, BatchEncoding, Tokenizer):
     """Byte-level BPE tokenizer (no unknown token: every string is encodable).
 
     Args:
@@ -297,11 +290,11 @@ class BPETokenizer(Tokenizer):
         """Load a BPE tokenizer file (see :meth:`Tokenizer.load`)."""
         return super().load(path, backend=backend)
 
-    # ------------------------------------ spellings of the last release (DeprecationWarning)
+    # ------------------------------------ spellings of the last release (DeprecationWarning; bpe_legacy)
     @classmethod
     def train(cls, text_or_files, vocab_size: int, *args, **kwargs) -> BPETokenizer:
         """Deprecated: :func:`storygpt.tokenizers.train_bpe` (a text, or a list of files)."""
-        _deprecated("BPETokenizer.train(text_or_files, ...)", "storygpt.tokenizers.train_bpe(text_or_files, ...)")
+        deprecated("BPETokenizer.train(text_or_files, ...)", "storygpt.tokenizers.train_bpe(text_or_files, ...)")
         if not isinstance(text_or_files, (str, bytes, bytearray, os.PathLike, list, tuple)):
             text_or_files = list(text_or_files)  # the last release read any other iterable as paths
         return train_bpe(text_or_files, vocab_size, *args, **kwargs)
@@ -309,7 +302,7 @@ class BPETokenizer(Tokenizer):
     @classmethod
     def train_from_iterator(cls, texts: Iterable[str | bytes], vocab_size: int, *args, **kwargs) -> BPETokenizer:
         """Deprecated: :func:`storygpt.tokenizers.train_bpe` with ``iter(texts)``."""
-        _deprecated("BPETokenizer.train_from_iterator(texts, ...)", "storygpt.tokenizers.train_bpe(iter(texts), ...)")
+        deprecated("BPETokenizer.train_from_iterator(texts, ...)", "storygpt.tokenizers.train_bpe(iter(texts), ...)")
         if isinstance(texts, (str, bytes, bytearray)):
             raise TypeError("texts must be an iterable of texts, not a single text")
         return train_bpe(iter(texts), vocab_size, *args, **kwargs)
@@ -319,46 +312,13 @@ class BPETokenizer(Tokenizer):
         cls, counts: Mapping, vocab_size: int, pattern=DEFAULT_PATTERN, special_tokens=("<pad>", EOT), *args, **kwargs
     ) -> BPETokenizer:
         """Deprecated: :func:`storygpt.tokenizers.train_bpe` with the counts (a mapping chunk -> count)."""
-        _deprecated("BPETokenizer.train_from_counts(counts, ...)", "storygpt.tokenizers.train_bpe(counts, ...)")
+        deprecated("BPETokenizer.train_from_counts(counts, ...)", "storygpt.tokenizers.train_bpe(counts, ...)")
         if not isinstance(counts, Mapping):
             raise TypeError(f"counts must be a mapping chunk -> count, got {type(counts).__name__}")
         if len(args) == 3:  # the last release's order: min_frequency, tie_break, progress
             kwargs["progress"] = args[2]
             args = args[:2]
         return train_bpe(counts, vocab_size, pattern, special_tokens, *args, **kwargs)
-
-    @classmethod
-    def from_tiktoken(cls, name_or_path, pattern=None, special_tokens=None, backend: str = "cpp") -> BPETokenizer:
-        """Deprecated: :func:`storygpt.tokenizers.interop.from_tiktoken`."""
-        _deprecated("BPETokenizer.from_tiktoken(...)", "storygpt.tokenizers.interop.from_tiktoken(...)")
-        return cls.from_parts(interop_tiktoken.read_tiktoken(name_or_path, pattern, special_tokens), backend)
-
-    @classmethod
-    def from_gpt2_files(cls, encoder_json, vocab_bpe, pattern: str = "gpt2", backend: str = "cpp") -> BPETokenizer:
-        """Deprecated: :func:`storygpt.tokenizers.interop.from_gpt2_files`."""
-        _deprecated("BPETokenizer.from_gpt2_files(...)", "storygpt.tokenizers.interop.from_gpt2_files(...)")
-        return cls.from_parts(interop_gpt2.read_gpt2_files(encoder_json, vocab_bpe, pattern), backend)
-
-    @classmethod
-    def from_hf(cls, path, backend: str = "cpp") -> BPETokenizer:
-        """Deprecated: :func:`storygpt.tokenizers.interop.from_hf`."""
-        _deprecated("BPETokenizer.from_hf(path)", "storygpt.tokenizers.interop.from_hf(path)")
-        return cls.from_parts(interop_hf.read_hf(path), backend)
-
-    def save_hf(self, path):
-        """Deprecated: :func:`storygpt.tokenizers.interop.save_hf` (returns the file written)."""
-        _deprecated("tok.save_hf(path)", "storygpt.tokenizers.interop.save_hf(tok, path)")
-        return interop_hf.save_hf(self, path)
-
-    def to_tiktoken(self, name: str | None = None):
-        """Deprecated: :func:`storygpt.tokenizers.interop.to_tiktoken`."""
-        _deprecated("tok.to_tiktoken()", "storygpt.tokenizers.interop.to_tiktoken(tok)")
-        return interop_tiktoken.to_tiktoken(self, name)
-
-    def save_tiktoken(self, path):
-        """Deprecated: :func:`storygpt.tokenizers.interop.save_tiktoken` (returns its side file)."""
-        _deprecated("tok.save_tiktoken(path)", "storygpt.tokenizers.interop.save_tiktoken(tok, path)")
-        return interop_tiktoken.save_tiktoken(self, path)
 
     # ------------------------------------------------------------- properties
     @property
@@ -471,112 +431,6 @@ class BPETokenizer(Tokenizer):
             except UnicodeEncodeError:  # lone surrogates: replaced below
                 pass
         return self._encode_bytes(clean_text(text).encode("utf-8"))
-
-    def _id_list(self) -> list[int]:
-        """``list(range(vocab_size))``, made once: the int objects the C++ core puts in its lists."""
-        if self._id_objects is None:
-            self._id_objects = list(range(self._vocab_size))
-        return self._id_objects
-
-    def _batch_plan(self, texts: list, allowed_special, disallowed_special) -> tuple[list[str], list | None]:
-        """``(pieces, split)``: the plain pieces of ``texts`` to encode, and each text's parts.
-
-        ``split`` is None when no special token is allowed (the pieces are then the
-        texts themselves), else each text's parts as :meth:`_split` gives them.
-
-        Raises:
-            TypeError: an item that is not a str.
-            ValueError: a disallowed special token in a text (named).
-        """
-        for t in texts:
-            if not isinstance(t, str):
-                clean_text(t)  # raises the TypeError
-        allowed, disallowed = resolve_special(allowed_special, disallowed_special, self._special)
-        for t in texts:
-            check_no_special(t, disallowed)
-        rx, _ = self._special_rx(allowed)
-        if rx is None:
-            return texts, None
-        split = [self._split(t, rx) for t in texts]
-        return [p for parts in split for p in parts if isinstance(p, str)], split
-
-    def _with_clean_retry(self, encode, texts: Sequence[str]):
-        """``encode(list of texts)``, again with lone surrogates replaced if the UTF-8 encoding fails."""
-        check_texts(texts)
-        texts = list(texts)
-        try:
-            return encode(texts)
-        except UnicodeEncodeError:  # rare: clean every text only then
-            return encode([clean_text(t) for t in texts])
-
-    def _encode_many(self, pieces: list[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, offsets)`` of plain pieces, as the core's ``encode_batch`` returns them."""
-        if self.backend == "cpp":
-            return self._encoder.encode_batch(pieces, num_threads)
-        arrays = [np.asarray(self._encoder.encode(p.encode("utf-8")), dtype=np.uint32) for p in pieces]
-        offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
-        np.cumsum([len(a) for a in arrays], out=offsets[1:])
-        ids = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)
-        return ids.astype(np.uint32, copy=False), offsets
-
-    def encode_batch_numpy(
-        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
-    ):
-        """Encode many texts at once (C++: one multi-threaded call); specials as :meth:`encode`.
-
-        Args:
-            texts: a list (or other sequence) of str.
-            num_threads: threads of the C++ core (0: all cores).
-            allowed_special, disallowed_special: as :meth:`encode`.
-
-        Returns:
-            ``(ids, offsets)``: uint32 ids of all texts concatenated, int64
-            offsets of shape ``(len(texts) + 1,)``; text k is ``ids[offsets[k]:offsets[k + 1]]``.
-
-        Raises:
-            TypeError: ``texts`` is a single str, or an item is not a str.
-            ValueError: a disallowed special token in a text (named).
-        """
-        return self._with_clean_retry(
-            lambda t: self._batch_numpy(t, num_threads, allowed_special, disallowed_special), texts
-        )
-
-    def _batch_numpy(self, texts: list, num_threads: int, allowed_special, disallowed_special):
-        pieces, split = self._batch_plan(texts, allowed_special, disallowed_special)
-        ids, offsets = self._encode_many(pieces, num_threads)
-        return (ids, offsets) if split is None else join_parts_numpy(split, ids, offsets)
-
-    def encode_batch(
-        self, texts: Sequence[str], num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all"
-    ) -> list[list[int]]:
-        """Encode many texts; one list of ids per text; specials as :meth:`encode`.
-
-        With the C++ core the lists are built while its threads encode (one
-        shared int object per id), so threads speed up the whole call.
-
-        Args:
-            texts: a list (or other sequence) of str.
-            num_threads: threads of the C++ core (0: all cores).
-            allowed_special, disallowed_special: as :meth:`encode`.
-
-        Returns:
-            ``len(texts)`` lists of int ids in ``range(vocab_size)``.
-
-        Raises:
-            TypeError: ``texts`` is a single str, or an item is not a str.
-            ValueError: a disallowed special token in a text (named).
-        """
-        return self._with_clean_retry(
-            lambda t: self._batch_lists(t, num_threads, allowed_special, disallowed_special), texts
-        )
-
-    def _batch_lists(self, texts: list, num_threads: int, allowed_special, disallowed_special) -> list[list[int]]:
-        pieces, split = self._batch_plan(texts, allowed_special, disallowed_special)
-        if self.backend == "cpp":
-            lists = self._encoder.encode_batch_lists(pieces, self._id_list(), num_threads)
-        else:
-            lists = [list(self._encoder.encode(p.encode("utf-8"))) for p in pieces]
-        return lists if split is None else join_parts(split, iter(lists))
 
     def _safe_cut_for(self, specials: frozenset):
         """Where :meth:`encode_iterable` may cut its buffer.
