@@ -542,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[-1]["status"] = status_of(rows[-1]["under_trained"], rows[-1]["lossy"], known)
             if args.block_chars is not None:
                 from storygpt.eval.heldout import block_losses, intrinsic_measures
+                from storygpt.eval.intrinsic import fertility
 
                 blocks = block_losses(tok, texts[0].documents, measured[0].token_nats, args.block_chars)
                 rows[-1].update(
@@ -550,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                     block_characters=blocks.chars,
                     blocks_exact=blocks.exact,
                     **{k: v for k, v in intrinsic_measures(tok, texts[0].documents).items() if k != "chars_per_token"},
+                    fertility=fertility(tok, texts[0].documents),
                 )
                 add_set_blocks(sets, texts, measured, args.block_chars)
             if args.save_losses:

@@ -33,7 +33,7 @@ SHORT = {"budget_flops": "flops", "budget_chars": "chars", "budget_tokens": "tok
 REPLICATES = 10_000
 LEVEL = 0.95
 #: The intrinsic measures set beside the measured bits/char (bits.json fields).
-INTRINSIC = ("chars_per_token", "renyi_efficiency", "vocab_used_share", "mean_token_bytes")
+INTRINSIC = ("fertility", "chars_per_token", "renyi_efficiency", "vocab_used_share", "mean_token_bytes")
 
 
 def budget_kind(label: str | None) -> str:
@@ -183,31 +183,34 @@ def verdict(budget_groups: Sequence[Group], replicates: int = REPLICATES) -> Ver
     return v
 
 
-@dataclass
-class Correlation:
-    """Spearman's rho between one intrinsic measure and the measured bits/char across tokenizers."""
+def intrinsic_correlations(budget_groups: Sequence[Group], replicates: int = REPLICATES) -> list:
+    """For each of :data:`INTRINSIC`: Spearman's rho with bits/char over the lossless tokenizers of one budget (a
+    lossy model's bits/char leaves part of the text out), on the held-out text and, when the runs have several,
+    on each evaluation set (bits.json ``sets``), with p-values and bootstrap intervals over the held-out blocks
+    (storygpt.eval.rankcorr.correlate; a list of its Correlation)."""
+    from storygpt.eval import rankcorr
 
-    measure: str
-    rho: float
-    p: float | None
-    n: int
-
-
-def intrinsic_correlations(budget_groups: Sequence[Group]) -> list[Correlation]:
-    """For each of :data:`INTRINSIC`: rho over the lossless tokenizers of one budget (mean bits/char of each; a
-    lossy model's bits/char leaves part of the text out), with the exact permutation p-value when there are
-    at most 8 tokenizers (None beyond); rho is nan when the measure is the same for every tokenizer."""
-    out = []
-    for m in INTRINSIC:
-        pts = [(getattr(g.runs[0], m, None), g.mean) for g in budget_groups if not g.lossy]
-        pts = [(x, y) for x, y in pts if x is not None and math.isfinite(x)]
-        if len(pts) < 3:
-            continue
-        xs, ys = zip(*pts)
-        rho = stats.spearman(xs, ys)
-        p = stats.spearman_p_exact(xs, ys) if len(pts) <= 8 else None
-        out.append(Correlation(m, rho, p, len(pts)))
-    return out
+    gs = [g for g in budget_groups if not g.lossy]
+    if not gs:
+        return []
+    measures = {m: [getattr(g.runs[0], m, None) for g in gs] for m in INTRINSIC}
+    blocks = [g.block_matrix() for g in gs]
+    same = all(b is not None for b in blocks) and len({tuple(b[1]) for b in blocks}) == 1
+    texts = {
+        "held-out text": ([g.mean for g in gs], *(([b[0] for b in blocks], blocks[0][1]) if same else (None, None)))
+    }
+    runs = [r for g in gs for r in g.runs]
+    names = [n for n in (runs[0].sets or {}) if all(n in (r.sets or {}) for r in runs)]
+    for name in names if len(names) > 1 else []:
+        figs = [[r.sets[name] for r in g.runs] for g in gs]
+        bpc = [float(np.mean([f["bits_per_character"] for f in fs])) for fs in figs]
+        chars = [f.get("block_characters") for fs in figs for f in fs]
+        if all(c and c == chars[0] for c in chars) and all("block_nats" in f for fs in figs for f in fs):
+            nats = [np.array([f["block_nats"] for f in fs], dtype=np.float64) for fs in figs]
+            texts[name] = (bpc, nats, np.array(chars[0], dtype=np.float64))
+        else:
+            texts[name] = (bpc, None, None)
+    return rankcorr.correlate(measures, texts, replicates=replicates)
 
 
 @dataclass

@@ -71,11 +71,12 @@ class RunResult:
         warmup_steps, evals: its learning-rate warm-up steps and held-out evaluations.
         under_trained: fewer steps than the warm-up or fewer than analysis.MIN_EVALS evaluations.
         lossy: round trip below 1 or a ``<unk>`` share above 0 (measured, whatever the kind).
-        renyi_efficiency, vocab_used_share, mean_token_bytes: the tokenizer's own measures on the
-            held-out text (storygpt.eval.heldout).
+        renyi_efficiency, vocab_used_share, mean_token_bytes, fertility: the tokenizer's own measures on the
+            held-out text (storygpt.eval.heldout; fertility: tokens per word).
         lr, batch_windows, dtype, threads, processes, device, recipe, cpu_time: how it was trained.
         block_nats, block_characters: cross-entropy per held-out character block (the bootstrap's data;
             in results.json, not in results.csv).
+        sets: bits.json's figures per evaluation set (its blocks too; results.json only).
         provenance: versions, commit, fingerprints and every pretrain.py flag (results.json only).
     """
 
@@ -110,6 +111,7 @@ class RunResult:
     renyi_efficiency: float | None = None
     vocab_used_share: float | None = None
     mean_token_bytes: float | None = None
+    fertility: float | None = None
     lr: float | None = None
     batch_windows: int | None = None
     dtype: str | None = None
@@ -120,6 +122,7 @@ class RunResult:
     cpu_time: float | None = None
     block_nats: list | None = None
     block_characters: list | None = None
+    sets: dict | None = None
     provenance: dict | None = None
     size: str | None = None  # the model preset of a --sizes comparison (its spec then reads SPEC@SIZE)
 
@@ -207,6 +210,7 @@ def result_from_files(
         renyi_efficiency=r.get("renyi_efficiency"),
         vocab_used_share=r.get("vocab_used_share"),
         mean_token_bytes=r.get("mean_token_bytes"),
+        fertility=r.get("fertility"),
         lr=args.get("lr"),
         batch_windows=s.get("batch_windows"),
         dtype=s.get("dtype"),
@@ -217,6 +221,7 @@ def result_from_files(
         cpu_time=(c.get("provenance") or {}).get("cpu_time"),
         block_nats=r.get("block_nats"),
         block_characters=r.get("block_characters"),
+        sets=r.get("sets"),
         provenance={**(c.get("provenance") or {}), "pretrain_args": args, "config": s.get("config")},
     )
 
@@ -262,7 +267,7 @@ class ReportMeta:
 
 
 #: RunResult fields left out of results.csv (lists and dicts: they are in results.json).
-CSV_LEFT_OUT = ("block_nats", "block_characters", "provenance")
+CSV_LEFT_OUT = ("block_nats", "block_characters", "sets", "provenance")
 
 
 def csv_text(results: Sequence[RunResult]) -> str:
@@ -557,7 +562,7 @@ def render_markdown(results: Sequence, meta) -> str:
     if sw is not None:
         lines += sweep_section(sw)
     last = [g for g in gs if g.budget == budgets[-1]]
-    lines += intrinsic_section(last, analysis.intrinsic_correlations(last))
+    lines += intrinsic_section(last, analysis.intrinsic_correlations(last), sum(not g.lossy for g in last))
     lines += ["## Every run", "", markdown_table(results), ""]
     lines += [
         "![held-out bits per character against training FLOPs](bpc_vs_flops.png)",

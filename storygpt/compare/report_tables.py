@@ -139,43 +139,23 @@ def sweep_section(sw) -> list[str]:
     return lines + [""]
 
 
-def intrinsic_section(gs, correlations) -> list[str]:
-    """The tokenizers' own measures on the held-out text and their rank correlation with bits/char."""
+def intrinsic_section(gs, correlations, lossless: int) -> list[str]:
+    """The tokenizers' own measures on the held-out text and their rank correlations with bits/char
+    (storygpt.eval.rankcorr; ``lossless``: how many of ``gs`` are lossless)."""
+    from storygpt.eval.rankcorr import section_lines
+
     lines = [
         "## The tokenizers by themselves",
         "",
-        "| tokenizer | chars/token | Renyi efficiency (alpha 2.5) | vocabulary used | mean token bytes | mean bits/char |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| tokenizer | tokens per word | chars/token | Renyi efficiency (alpha 2.5) | vocabulary used | mean token bytes "
+        "| mean bits/char |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for g in sorted(gs, key=lambda g: g.mean):
         r = g.runs[0]
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
         lines.append(
-            f"| `{g.spec}` | {r.chars_per_token:.3f} | {fmt(r.renyi_efficiency, '.3f')} | "
+            f"| `{g.spec}` | {fmt(r.fertility, '.3f')} | {r.chars_per_token:.3f} | {fmt(r.renyi_efficiency, '.3f')} | "
             f"{fmt(r.vocab_used_share, '.1%')} | {fmt(r.mean_token_bytes, '.2f')} | {g.mean:.4f} |"
         )
-    lines.append("")
-    if correlations:
-        n = correlations[0].n
-        lines.append(
-            f"Spearman's rank correlation with the mean bits/char over the {n} lossless tokenizers (exact "
-            "permutation p-value: the share of the orderings of the tokenizers that correlate at least as strongly):"
-        )
-        lines.append("")
-        for c in correlations:
-            name = c.measure.replace("_", " ")
-            if math.isnan(c.rho):
-                lines.append(f"- {name}: the same for every tokenizer, no rank correlation")
-                continue
-            p = "-" if c.p is None else f"{c.p:.2f}"
-            lines.append(f"- {name}: rho {c.rho:+.2f} (p {p})")
-        lines += [
-            "",
-            f"This is what it is: {n} tokenizers, one corpus, one small model and budget. With {n} points a "
-            f"perfect rank correlation arises by chance with probability {2 / math.factorial(n):.3f}; it does "
-            "not show that the measure predicts bits/char elsewhere (Zouhar et al. 2023 report their correlation "
-            "over many more tokenizers, on translation).",
-        ]
-    else:
-        lines.append("Rank correlations need at least 3 lossless tokenizers with these measures.")
-    return lines + [""]
+    return lines + [""] + section_lines(correlations, lossless, len(gs))

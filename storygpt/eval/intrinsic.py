@@ -264,6 +264,13 @@ def measure(tokenizer, text: Text, enc: Encoded) -> dict:
     }
 
 
+def fertility(tokenizer, documents: Sequence[str]) -> float | None:
+    """Tokens per word of ``documents`` (the words of :data:`WORD_RULE`; :func:`measure`'s ``fertility``, as
+    tokens.py gives it), None when they hold no word."""
+    text = make_text("text", "", documents)
+    return measure(tokenizer, text, encode_text(tokenizer, text))["fertility"]
+
+
 def add_premium(rows: list[dict], reference: str, parallel: bool) -> None:
     """Put ``premium`` into every row: for the same tokenizer, tokens(text) / tokens(reference) when the texts are
     ``parallel`` (translations, Petrov et al. 2023's parity), else per character: (tokens/char of the text) /

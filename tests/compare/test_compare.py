@@ -186,7 +186,9 @@ def test_report_and_nothing_rerun(layout):
     assert cells[:4] == ["`bpe:512`", "flops1e11", "1337", "512"] and cells[13] == "2.4300" and cells[16] == "ok"
     assert [c.strip() for c in table[2].strip("|").split("|")][16] == "lossy"
     assert "## The tokenizers by themselves" in md and "Renyi efficiency (alpha 2.5)" in md
-    assert "Rank correlations need at least 3 lossless tokenizers" in md  # word:200 is lossy: 2 are left
+    assert (  # word:200 is lossy: 2 are left
+        "Too few tokenizers for a rank correlation: this report has 2 lossless tokenizers (1 lossy left out)" in md
+    )
 
 
 def test_no_lossy_run_no_lossy_section(layout):

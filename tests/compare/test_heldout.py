@@ -102,3 +102,11 @@ def test_intrinsic_measures_by_hand():
     p = np.array([2, 1, 1, 1]) / 5
     want = math.log((p**2.5).sum()) / (1 - 2.5) / math.log(257)
     assert m["renyi_efficiency"] == pytest.approx(want)
+
+
+def test_fertility_of_the_held_out_text_by_hand():
+    from storygpt.eval.intrinsic import fertility
+
+    # byte tokens: words "aab" (3), "cd" (2), "é" (2 bytes): 7 tokens over 3 words; no word at all: None
+    assert fertility(ByteTokenizer(), ["aab cd", "é"]) == pytest.approx(7 / 3)
+    assert fertility(ByteTokenizer(), ["  ,.", "!"]) is None

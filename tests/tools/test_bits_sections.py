@@ -179,6 +179,14 @@ def test_set_blocks_and_saved_losses(runs, tmp_path):
         s = r["sets"][str(name)]
         assert sum(s["block_characters"]) == s["characters"] == hi - lo
         assert sum(s["block_nats"]) == pytest.approx(math.fsum(saved["char_nats"][lo:hi]), rel=1e-9)
+    # fertility: tokens.py's figure of the same tokenizer on the same documents (tokens per word)
+    from storygpt.checkpoint import load_checkpoint
+    from storygpt.eval.intrinsic import encode_text, make_text, measure
+
+    tok = load_checkpoint(str(runs["bpe"]), device="cpu")[1]
+    t = make_text("valid", "", docs)
+    assert r["fertility"] == pytest.approx(measure(tok, t, encode_text(tok, t))["fertility"], rel=1e-12)
+    assert r["fertility"] > 1.0
     rc, _, err = bits(runs["bpe"], runs["word"], "--save-losses", out)
     assert rc == 2 and "exactly one checkpoint" in one_error_line(err, "bits.py")
 

@@ -280,3 +280,32 @@ def test_parallel_mo_writes_aligned_files(tmp_path):
     assert len({len(d) for d in docs.values()}) == 1 and len(docs["en"]) > 10
     assert np.mean([any("\u4e00" <= c <= "\u9fff" for c in d) for d in docs["zh"]]) > 0.5
     assert np.mean([any("\u0400" <= c <= "\u04ff" for c in d) for d in docs["ru"]]) > 0.5
+
+
+def test_data_py_tokenizer_file_is_reused_not_retrained(tmp_path, monkeypatch):
+    """Issue 44: a trained SPEC whose tokenizer file data.py wrote into the corpus folder is loaded from it."""
+    from storygpt.data import prepare
+    from storygpt.eval import tokens_run
+    from storygpt.tokenizers.spec import parse_spec
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write_docs(folder / "train.txt", MADE * 3)
+    write_docs(folder / "valid.txt", MADE[:2])
+    plan = tokens_run.check_plan(["bpe:300"], [], folder, None, [], None, False)
+    saved = folder / f"tokenizer-{parse_spec('bpe:300').slug}.json"
+    other = train_bpe(iter([d[::-1] for d in MADE] * 3), 300)  # not what training on train.txt gives
+    other.save(saved)
+    before = saved.stat().st_mtime_ns
+    calls = []
+    real = prepare.train_tokenizer
+    monkeypatch.setattr(prepare, "train_tokenizer", lambda *a, **k: calls.append(a) or real(*a, **k))
+    tok, _, _, how = tokens_run.make_tokenizer("bpe:300", plan)
+    assert how == f"data.py's {saved}" and calls == []
+    assert saved.stat().st_mtime_ns == before
+    probe = MADE[0][::-1] + MADE[0]
+    assert tok.encode_ordinary(probe) == other.encode_ordinary(probe)
+    saved.unlink()  # without the file it is trained, and differs from the file's
+    tok2, _, _, how2 = tokens_run.make_tokenizer("bpe:300", plan)
+    assert len(calls) == 1 and how2 == f"trained on {folder / 'train.txt'}"
+    assert tok2.encode_ordinary(probe) != other.encode_ordinary(probe)
