@@ -25,6 +25,8 @@ import sys
 
 from storygpt.cli import ToolParser, check_ranges
 from storygpt.compare import executors
+from storygpt.compare.plan import seeds_auto
+from storygpt.compare.plan.seeds_auto import DEFAULT_MAX
 from storygpt.compare.run import PROG, compare, rerun
 from storygpt.compare.settings import (
     DEFAULT_BITS_CHARS,
@@ -39,8 +41,6 @@ from storygpt.eval.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
 from storygpt.model.recipes import DEFAULT as RECIPE_DEFAULT
 from storygpt.model.recipes import RECIPES
-from storygpt.plan import seeds_auto
-from storygpt.plan.seeds_auto import DEFAULT_MAX
 from storygpt.tokenizers import kind_help
 
 

@@ -77,9 +77,9 @@ class CompareOptions:
     learned: bool = False
     seed: int = 1337
     seeds: int = 1  # with seeds_auto: MAX, the most seeds a tokenizer may get
-    seeds_auto: bool = False  # --seeds auto[:MAX] (storygpt.plan.seeds_auto)
+    seeds_auto: bool = False  # --seeds auto[:MAX] (storygpt.compare.plan.seeds_auto)
     seed_plan: tuple | None = None  # ((SPEC, seed, round), ...): exactly these runs (--seeds auto, --rerun)
-    dry_run: bool = False  # --dry-run: print the plan (storygpt.plan.dryrun), write nothing
+    dry_run: bool = False  # --dry-run: print the plan (storygpt.compare.plan.dryrun), write nothing
     recipe: str | None = None
     eval_interval: int | None = None
     pretrain_args: str = ""

@@ -17,8 +17,8 @@ import pytest
 from conftest import call_tool, one_error_line
 from fake_runs import FLOPS, SEED, fake_bpc
 
+from storygpt.compare.plan.seeds_auto import parse_plan, parse_seeds
 from storygpt.eval.sequential import run_adaptive
-from storygpt.plan.seeds_auto import parse_plan, parse_seeds
 
 pytest.importorskip("matplotlib")
 
@@ -109,10 +109,22 @@ def test_bad_auto_input_is_one_line_before_any_work(cwd, extra, why):
     assert recorded(cwd / "tools.jsonl") == [] and not (cwd / "reports").exists() and not (cwd / "data").exists()
 
 
-def test_auto_adds_seeds_only_to_undecided_tokenizers_and_stops_at_max(cwd):
-    names = ["bpe:512", "bpe:300", "bpe:530"]
-    done = compare(cwd, *base(*names), "--seeds", "auto:4")
+NAMES = ["bpe:512", "bpe:300", "bpe:530"]
+
+
+@pytest.fixture(scope="module")
+def auto4(tmp_path_factory):
+    """One ``--seeds auto:4`` comparison of :data:`NAMES` (shared by the tests below): (folder, its output)."""
+    cwd = tmp_path_factory.mktemp("auto4")
+    (cwd / "tiny.txt").write_text("one two three\n<|endoftext|>\nfour five six\n<|endoftext|>\nseven eight\n")
+    done = compare(cwd, *base(*NAMES), "--seeds", "auto:4")
     assert done.returncode == 0, done.stderr
+    return cwd, done
+
+
+def test_auto_adds_seeds_only_to_undecided_tokenizers_and_stops_at_max(auto4):
+    names = NAMES
+    cwd, done = auto4
     # the oracle: the procedure on the same numbers, without compare.py
     dec, used = run_adaptive(lambda k, i: fake_bpc(k, SEED + i), names, 4)
     assert used == {"bpe:512": 4, "bpe:300": 2, "bpe:530": 4} and dec.verdict == "no winner"
@@ -177,19 +189,23 @@ def test_without_auto_the_runs_are_those_of_today(cwd):
     assert {r["seed_round"] for r in doc["results"]} == {1} and "seeds_auto" not in doc
 
 
-def test_rerun_reproduces_the_auto_plan_and_old_reports_are_round_1(cwd):
-    names = ["bpe:512", "bpe:300", "bpe:530"]
-    assert compare(cwd, *base(*names), "--seeds", "auto:3").returncode == 0
-    report = cwd / "reports" / "tiny-flops1e11-auto3seeds"
+def test_rerun_reproduces_the_auto_plan(auto4):
+    cwd, _ = auto4
+    report = cwd / "reports" / "tiny-flops1e11-auto4seeds"
     first = json.loads((report / "results.json").read_text())
     done = compare(cwd, "--rerun", str(report), record="rerun.jsonl")
     assert done.returncode == 0, done.stderr
     plan = sorted((r["spec"], r["seed"]) for r in first["results"])
     assert sorted(trained(cwd / "rerun.jsonl")) == plan  # the same runs, no new adaptive plan
-    again = json.loads((cwd / "reports" / "tiny-flops1e11-auto3seeds-rerun" / "results.json").read_text())
+    again = json.loads((cwd / "reports" / "tiny-flops1e11-auto4seeds-rerun" / "results.json").read_text())
     key = lambda d: sorted((r["spec"], r["seed"], r["seed_round"]) for r in d["results"])  # noqa: E731
     assert key(again) == key(first) and again["seeds_auto"]["plan"].startswith("the report's own plan")
-    # a report from before seed rounds were recorded: its runs count as round 1 and --rerun works
+    assert again["seeds_auto"]["verdict"] == first["seeds_auto"]["verdict"] == "no winner"
+    dry = compare(cwd, "--rerun", str(report), "--dry-run", record="rerun-dry.jsonl")
+    assert dry.returncode == 0 and "total: 10 runs, 0 to train (0 training FLOPs), 10 reused" in dry.stdout
+
+
+def test_rerun_of_a_report_from_before_seed_rounds_counts_round_1(cwd):
     assert (
         compare(
             cwd,

@@ -301,6 +301,8 @@ def section(summary: dict) -> list[str]:
         diff = f"{iv['diff']:+.4f} [{iv['low']:+.4f}, {iv['high']:+.4f}]" if iv else ""
         at = f"{row['decided_at_seeds']} seeds" if row.get("decided_at_seeds") else ""
         status = names.get(row["status"], row["status"]) + (f" ({row['why']})" if row.get("why") else "")
+        if spec == summary["best"] and row["status"] == "undecided":
+            status = "lowest mean, undecided"
         lines.append(f"| `{spec}` | {seeds} | {status} | {at} | {diff} |")
     lines += [
         "",
