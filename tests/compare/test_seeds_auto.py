@@ -258,3 +258,21 @@ def test_dry_run_prints_the_plan_and_writes_nothing(cwd):
     assert files_under(cwd) == before
     assert "smallest plan (every pair decided after round 1, 2 seeds each): 4 runs, 3 to train (3e+11" in auto.stdout
     assert "largest plan (--seeds auto:5: 5 seeds each): 10 runs, 9 to train (9e+11" in auto.stdout
+
+
+def test_dry_run_of_token_and_minute_budgets(cwd):
+    common = ["bpe:512", "bpe:300", "--train-file", "tiny.txt", "--threads", "1", "--dry-run"]
+    tokens = compare(cwd, *common, "--budget-tokens", "1e6")
+    assert tokens.returncode == 0, tokens.stderr
+    # docs/training.md's count for 3 layers, width 96, context 128: 6*12*3*96^2 + 12*3*128*96 + 6*96*V per token
+    per_token = {v: 6 * 12 * 3 * 96**2 + 12 * 3 * 128 * 96 + 6 * 96 * v for v in (512, 300)}
+    row = next(ln for ln in tokens.stdout.splitlines() if ln.startswith("bpe:512 @1e6"))
+    assert row.split()[4:6] == ["train", f"{1e6 * per_token[512]:.3g}"]
+    assert f"total: 2 runs, 2 to train ({1e6 * sum(per_token.values()):.3g} training FLOPs)" in tokens.stdout
+    minutes = compare(cwd, *common, "--minutes", "2")
+    assert minutes.returncode == 0, minutes.stderr
+    assert (
+        "total: 2 runs, 2 to train (? training FLOPs), 0 reused, 0 only measured again; about 4m00s" in minutes.stdout
+    )
+    assert "bpe:512: its --minutes budget" in minutes.stdout
+    assert list(cwd.iterdir()) == [cwd / "tiny.txt"]  # nothing written

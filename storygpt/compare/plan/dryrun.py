@@ -109,22 +109,25 @@ def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, dat
         shape, vocab = shape_of_run(run), vocab_of(run, data_dir)
         state = state_of(run, settings)
         tokens, flops = run_tokens_flops(run, shape, vocab, data_dir)
-        todo_flops = 0.0 if state in ("reused", "measure") or flops is None else flops
+        todo_flops = 0.0 if state in ("reused", "measure") else flops
         if state == "resume" and flops is not None:
             todo_flops = max(0.0, flops - done_flops(run))
-        if str(run.spec) not in speeds:
-            known = known_speed(run, run.folder.parent)
-            if known:
-                speeds[str(run.spec)] = (known, "its finished runs' tokens/s")
+        name = f"{run.spec}@{run.size}" if run.size else str(run.spec)  # one speed per tokenizer and shape
+        if name not in speeds:
+            known = None if run.size else known_speed(run, run.folder.parent)
+            if run.budget[0] == "minutes":
+                speeds[name] = (None, "its --minutes budget")
+            elif known:
+                speeds[name] = (known, "its finished runs' tokens/s")
             elif shape and vocab and (options.device or "cpu") == "cpu":
                 tps, threads = probed_speed(shape, vocab, batch, options.threads, options.learned)
-                speeds[str(run.spec)] = (tps, f"one training step timed here, {threads}")
+                speeds[name] = (tps, f"one training step timed here, {threads}")
             else:
-                speeds[str(run.spec)] = (None, "no estimate (no finished run, not on the CPU or no shape)")
-        tps, how = speeds[str(run.spec)]
+                speeds[name] = (None, "no estimate (no finished run, not on the CPU or no shape)")
+        tps, how = speeds[name]
         if run.budget[0] == "minutes":
             seconds = 0.0 if state in ("reused", "measure") else run.budget[1] * 60
-        elif tps and tokens is not None and flops:
+        elif tps and tokens is not None and flops and todo_flops is not None:
             seconds = tokens / tps * (todo_flops / flops)
         else:
             seconds = None
@@ -166,8 +169,9 @@ def totals(what: str, rows: list) -> str:
     flops = [r[3] for r in todo]
     seconds = [r[4] for r in rows]
     time = duration(sum(seconds)) if all(s is not None for s in seconds) else "?"
+    total = _sci(sum(flops)) if all(f is not None for f in flops) else "?"
     return (
-        f"{what}: {len(rows)} runs, {len(todo)} to train ({_sci(sum(flops))} training FLOPs), {reused} reused, "
+        f"{what}: {len(rows)} runs, {len(todo)} to train ({total} training FLOPs), {reused} reused, "
         f"{len(rows) - len(todo) - reused} only measured again; about {time} of training"
     )
 
