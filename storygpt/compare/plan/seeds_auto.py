@@ -255,6 +255,9 @@ def summarize(results: list[dict], dec, ineligible: dict, max_seeds: int, fixed:
         tokenizers[spec] = row
     if dec is None:
         verdict = "no test: fewer than 2 tokenizers that can be named best"
+    elif dec.verdict == "no winner":
+        open_ = [k for k, v in dec.status.items() if v != WORSE and k != dec.best]
+        verdict = f"no winner: {', '.join(open_)} undecided against {dec.best} after {dec.seeds} seeds"
     else:
         verdict = dec.verdict
     return {
