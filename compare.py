@@ -4,6 +4,8 @@
     python compare.py                                        # 5 tokenizers, Shakespeare, 5e12 FLOPs each
     python compare.py bpe:512 bpe:2048 --seeds 3             # mean, spread, paired-bootstrap intervals
     python compare.py byte bpe:512 bpe:8192 --budget-flops 1e12,3e12,1e13 --seeds 2   # a sweep, fitted curves
+    python compare.py bpe:512 bpe:2048 bpe:8192 --seeds auto:6   # seeds added only where the order is open
+    python compare.py bpe:512 bpe:2048 --seeds 3 --dry-run   # the runs, their FLOPs and time; nothing written
     python compare.py --rerun reports/shakespeare-flops5e12  # train a report's runs again
 
 For each tokenizer SPEC, budget and seed it runs, as subprocesses, ``data.py --tokenizer SPEC`` (skipped
@@ -23,6 +25,8 @@ import sys
 
 from storygpt.cli import ToolParser, check_ranges
 from storygpt.compare import executors
+from storygpt.compare.plan import seeds_auto
+from storygpt.compare.plan.seeds_auto import DEFAULT_MAX
 from storygpt.compare.run import PROG, compare, rerun
 from storygpt.compare.settings import (
     DEFAULT_BITS_CHARS,
@@ -69,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         "Default: CORPUS-BUDGET, e.g. shakespeare-flops5e12",
     )
     p.add_argument("--reports-dir", default="reports", help="root folder of the reports")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the runs it would train (with --seeds auto the smallest and the largest plan), each run's "
+        "training FLOPs and the total, the finished runs it would reuse, and a time estimate (finished runs' "
+        "tokens/s, else one timed training step), then stop: nothing is written, nothing trained",
+    )
     p.add_argument("--out-dir", default="checkpoints/compare", help="root folder of the comparison's run folders")
 
     p.add_argument(
@@ -107,12 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=1337, help="the first training seed; the others follow it")
     g.add_argument(
         "--seeds",
-        type=int,
-        default=1,
-        metavar="N",
+        default="1",
+        metavar="N|auto[:MAX]",
         help="train each tokenizer at each budget with N seeds (SEED, SEED+1, ...); the report gives the mean, "
-        "the spread and bootstrap intervals over seeds and held-out blocks",
+        "the spread and bootstrap intervals over seeds and held-out blocks. auto[:MAX] (one budget, one shape): "
+        f"2 seeds each, then one more seed round only for the tokenizers whose difference from the best is "
+        f"undecided by a group-sequential paired t-test (alpha 0.05 over all rounds and pairs), until all are "
+        f"decided or MAX (default {DEFAULT_MAX}) seeds; the report says which round added each seed "
+        "(docs/compare.md)",
     )
+    g.add_argument("--seed-plan", help=argparse.SUPPRESS)  # --rerun of --seeds auto: the report's own runs
     g.add_argument(
         "--recipe",
         default=RECIPE_DEFAULT,
@@ -254,21 +269,43 @@ def options_of(args: argparse.Namespace, task_names: tuple | None = None) -> Com
     return CompareOptions(**values, task_names=task_names)
 
 
+def read_seeds(args: argparse.Namespace) -> str | None:
+    """Turn ``args.seeds`` (N, auto, auto:MAX) into a number (MAX with auto) and ``args.seeds_auto``, and
+    ``args.seed_plan`` into its tuple; the one-line error, or None."""
+    try:
+        args.seeds, args.seeds_auto = seeds_auto.parse_seeds(args.seeds, MAX_SEEDS)
+        if args.seed_plan is not None:
+            args.seed_plan = seeds_auto.parse_plan(args.seed_plan)
+    except ValueError as e:
+        return str(e)
+    if args.seed_plan is not None and not args.seeds_auto:
+        return "--seed-plan goes with --seeds auto (--rerun gives it)"
+    return None
+
+
 def parse_options(argv: list[str]) -> CompareOptions:
     """compare.py's arguments ``argv`` as :class:`CompareOptions` (no checks: for --rerun's report command)."""
-    return options_of(build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    read_seeds(args)
+    return options_of(args)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    why = read_seeds(args)
+    if why:
+        parser.error(why)
     check_ranges(parser, args, RANGES)
     check_engine_flags(parser, args)
     task_names = check_task_arguments(parser, args)
     if args.rerun is not None:
         return rerun(args.rerun, argv, parse_options, main)
-    return compare(options_of(args, task_names), argv)
+    options = options_of(args, task_names)
+    if options.seeds_auto and not options.dry_run:  # seed rounds, each one call of compare
+        return seeds_auto.compare_auto(options, argv, compare)
+    return compare(options, argv)
 
 
 if __name__ == "__main__":

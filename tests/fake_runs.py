@@ -19,7 +19,13 @@ FAKE = {
     "bpe:512": (512, 49_152, 335_712, 2.05, 2.43, 0.0, 1.0),
     "word:200": (200, 19_200, 335_712, 4.4, 1.95, 0.074, 0.0),
     "bpe:520": (520, 49_920, 335_712, 2.06, 2.432, 0.0, 1.0),  # within noise of bpe:512 (its blocks differ)
+    "bpe:300": (300, 28_800, 335_712, 1.6, 2.80, 0.0, 1.0),  # clearly worse than bpe:512, seed noise 1e-4
+    "bpe:530": (530, 50_880, 335_712, 2.07, 2.432, 0.0, 1.0),  # close to bpe:512, seed noise 0.02
 }
+#: Seed-to-seed noise of a SPEC's bits/char: seed SEED + k adds JITTER[spec] * JITTER_PATTERN[k % 6] (besides
+#: the 0.01 * k every SPEC gets, which leaves the paired differences of the others without spread).
+JITTER = {"bpe:300": 1e-4, "bpe:530": 0.02}
+JITTER_PATTERN = (0.0, 1.0, -0.7, 0.4, -1.2, 0.9)
 SEED = 1337  # compare.py's first seed; seed SEED + k adds 0.01 * k bits/char
 FLOPS = 1e11  # the budget of the fake runs (training FLOPs)
 HELDOUT_CHARS = 5_000  # held-out characters bits.json says were measured
@@ -30,6 +36,12 @@ def block_pattern(spec: str, n: int) -> list[float]:
     bpe:520, whose pattern is reversed and 20 times larger (so its difference from bpe:512 is noise)."""
     w = [(i - (n - 1) / 2) * 0.01 for i in range(n)]
     return [-20 * x for x in w] if spec == "bpe:520" else w
+
+
+def fake_bpc(spec: str, seed: int = SEED, flops: float = FLOPS) -> float:
+    """The final held-out bits/char of a fake run of ``spec`` with ``seed`` at ``flops``."""
+    bpc = FAKE[spec][4] + 0.01 * (seed - SEED) + 0.2 * ((FLOPS / flops) ** 0.5 - 1)  # E + A C^-0.5 over budgets
+    return bpc + JITTER.get(spec, 0.0) * JITTER_PATTERN[(seed - SEED) % len(JITTER_PATTERN)]
 
 
 def write_fake_run(
@@ -44,8 +56,8 @@ def write_fake_run(
     """A run folder of ``spec`` (a key of :data:`FAKE`) on ``corpus`` as pretrain.py (summary.json, metrics.jsonl,
     ckpt.pt, dated 2001) and bits.py --json FILE (bits.json, unless ``stop_reason`` is None: an interrupted
     run of 3 steps) leave it."""
-    vocab, emb, rest, cpt, bpc, unk, rt = FAKE[spec]
-    bpc += 0.01 * (seed - SEED) + 0.2 * ((FLOPS / flops) ** 0.5 - 1)  # E + A C^-0.5 over budgets
+    vocab, emb, rest, cpt, _, unk, rt = FAKE[spec]
+    bpc = fake_bpc(spec, seed, flops)
     folder.mkdir(parents=True, exist_ok=True)
     fpt = 6 * rest + 6 * 96 * vocab
     tokens_per_step = 16 * 128

@@ -125,6 +125,10 @@ class RunResult:
     sets: dict | None = None
     provenance: dict | None = None
     size: str | None = None  # the model preset of a --sizes comparison (its spec then reads SPEC@SIZE)
+    seed_round: int = 1  # the seed round that added the run (compare.py --seeds auto; 1: the first or only one)
+    branch_of: str | None = None  # placeholders for branched runs: the run this one continues, from which step,
+    branched_at_step: int | None = None
+    dropped_at_budget: float | None = None  # and the budget at which it was dropped (None: not branched/dropped)
 
     @property
     def kind(self) -> str:

@@ -388,7 +388,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             f"-{number(v)}" for v in budget_values[1:]
         )
         if options.seeds > 1:
-            default_name += f"-{options.seeds}seeds"
+            default_name += f"-{'auto' if options.seeds_auto else ''}{options.seeds}seeds"
         report = options.report or default_name
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", report) or report in (".", ".."):
             raise CompareError(f"--report {report!r}: use letters, digits, '.', '_' and '-' only (a folder name)")
@@ -417,15 +417,29 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
         one_by_one = options.executor == "local" and options.jobs == 1  # else each run logs to its own file
         grid = (sizes or [None], [(budget_key, v) for v in budget_values], seeds)
         runs = list_runs(specs, grid, settings.position, out_root / corpus, report_dir / "logs", one_by_one)
+        if options.seed_plan is not None:  # --seeds auto's round, or --rerun of one: only the runs it names
+            from storygpt.compare.plan.seeds_auto import planned_runs
+
+            runs = planned_runs(runs, options.seed_plan)
+            seeds = sorted({r.seed for r in runs})
         check_compared(texts, specs, budget_values, sizes)
         for run in runs:
             check_run_folder(run, settings)
+        if options.dry_run:  # the plan, its FLOPs and time; nothing written
+            from storygpt.compare.plan.dryrun import show_plan
+
+            return show_plan(runs, options, settings, lambda r: shape_for(r, shape), report_dir, data_dir)
 
         unit = BUDGETS[budget_key][2]
         print(
             f"compare: {len(specs)} tokenizer{'s' if len(specs) != 1 else ''} ({' '.join(map(str, specs))}) on {corpus}, "
-            f"{', '.join(number(v) for v in budget_values)} {unit} each, {options.seeds} seed{'s' if options.seeds != 1 else ''}"
-            f": {len(runs)} runs -> {report_dir}",
+            f"{', '.join(number(v) for v in budget_values)} {unit} each, "
+            + (
+                f"round {max(r.round for r in runs)} of --seeds auto:{options.seeds}"
+                if options.seed_plan
+                else f"{options.seeds} seed{'s' if options.seeds != 1 else ''}"
+            )
+            + f": {len(runs)} runs -> {report_dir}",
             flush=True,
         )
         todo = [r for r in runs if not (finished(r) and measured(r, settings))]
@@ -493,6 +507,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
 
         results, curves = collect(runs)
         for run, r in zip(runs, results):
+            r.seed_round = run.round
             if run.size:  # each (tokenizer, size) is a row of the report; the frontier section fits across sizes
                 r.spec, r.size = f"{r.spec}@{run.size}", run.size
         meta = report_meta(
@@ -573,7 +588,7 @@ def rerun(report: str, argv: list[str], options_of, again) -> int:
         print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
         return 2
     old = [a for a in doc["meta"]["argv"]]
-    others = [a for a in argv if a != report and not a.startswith("--rerun")]
+    others = [a for a in argv if a != report and not a.startswith("--rerun") and a != "--dry-run"]
     if others:
         print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
         return 2
@@ -592,8 +607,15 @@ def rerun(report: str, argv: list[str], options_of, again) -> int:
     parsed = options_of(old)
     name = (parsed.report or doc["meta"].get("name") or path.parent.name) + "-rerun"
     new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
-    rc = again(new_argv)
-    if rc != 0:
+    from storygpt.compare.plan.seeds_auto import rerun_flags
+
+    try:  # --seeds auto: the report's own seed rounds, not a new adaptive plan
+        new_argv += rerun_flags(doc, parsed.seeds_auto)
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: {e}", file=sys.stderr)
+        return 2
+    rc = again(new_argv + ["--dry-run"] * ("--dry-run" in argv))
+    if rc != 0 or "--dry-run" in argv:
         return rc
     again = read_json_or_none(Path(parsed.reports_dir) / name / "results.json") or {}
     before = {(r["spec"], r.get("budget"), r.get("seed")): r["bits_per_char"] for r in doc.get("results", [])}

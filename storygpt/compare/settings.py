@@ -76,7 +76,10 @@ class CompareOptions:
     batch_size: int | None = None
     learned: bool = False
     seed: int = 1337
-    seeds: int = 1
+    seeds: int = 1  # with seeds_auto: MAX, the most seeds a tokenizer may get
+    seeds_auto: bool = False  # --seeds auto[:MAX] (storygpt.compare.plan.seeds_auto)
+    seed_plan: tuple | None = None  # ((SPEC, seed, round), ...): exactly these runs (--seeds auto, --rerun)
+    dry_run: bool = False  # --dry-run: print the plan (storygpt.compare.plan.dryrun), write nothing
     recipe: str | None = None
     eval_interval: int | None = None
     pretrain_args: str = ""
@@ -387,6 +390,7 @@ class Run:
     budget: tuple = ("budget_flops", DEFAULT_BUDGET_FLOPS)  # (key of BUDGETS, value)
     seed: int = 1337
     size: str | None = None  # the model preset of an isoFLOP sweep (--sizes); None: the comparison's one shape
+    round: int = 1  # the seed round that added it (--seeds auto; 1 for a fixed plan)
 
     @property
     def label(self) -> str:
