@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from storygpt.messages import shorten
+
 #: The checkout: data.py, pretrain.py and bits.py lie beside storygpt/.
 HERE = Path(__file__).resolve().parents[2]
 #: Seconds between two plain progress lines (stderr not a terminal).
@@ -70,7 +72,7 @@ def last_line(path: Path) -> str:
     except OSError:
         return ""
     lines = [ln.strip() for ln in lines if ln.strip()]
-    return lines[-1][:300] if lines else ""
+    return shorten(lines[-1]) if lines else ""
 
 
 class MetricsTail:
