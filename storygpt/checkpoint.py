@@ -27,7 +27,7 @@ import torch
 
 from storygpt.atomic import atomic_write
 from storygpt.ckptpath import resolve_checkpoint  # noqa: F401 (public here; torch-free there)
-from storygpt.messages import shorten
+from storygpt.cli import shorten
 
 REQUIRED_KEYS = ("model", "config", "tokenizer")
 # keys a ckpt.pt to resume from holds besides the model (best.pt has no optimizer, state, args)

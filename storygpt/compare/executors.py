@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storygpt.messages import first_line, shorten
+from storygpt.cli import first_line, shorten
 
 #: exit statuses of a pretrain.py stopped from outside: 130 (SIGINT/SIGTERM caught, checkpoint written),
 #: a negative status or 128+N (killed by signal N before it could catch it)

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from storygpt.messages import shorten
+from storygpt.cli import shorten
 
 #: The checkout: data.py, pretrain.py and bits.py lie beside storygpt/.
 HERE = Path(__file__).resolve().parents[2]

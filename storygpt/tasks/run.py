@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storygpt.messages import first_line
+from storygpt.cli import first_line
 from storygpt.tasks import TaskError, catalog, made, need_lm_eval
 from storygpt.tasks.scores import LEVEL, REPLICATES, Items, paired, resample_weights, score
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from storygpt.atomic import write_text
-from storygpt.messages import first_line
+from storygpt.cli import first_line
 
 from .base import EOT, require
 from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from storygpt import checkpoint
-from storygpt.cli import show
-from storygpt.messages import shorten
+from storygpt.cli import shorten, show
 from storygpt.model import recipes
 from storygpt.train.loop import Run, TrainState
 from storygpt.train.runfolder import RunError

@@ -1,11 +1,11 @@
-"""Quoted error text is never cut mid-sentence, mid-URL or mid-path (issue 47)."""
+"""Quoted error text is never cut mid-sentence, mid-URL or mid-path (issue 47; storygpt.cli.shorten)."""
 
 from pathlib import Path
 
 import pytest
 import torch
 
-from storygpt.messages import LIMIT, first_line, shorten
+from storygpt.cli import LIMIT, first_line, shorten
 
 URL = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe"
 
