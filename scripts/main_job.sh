@@ -78,6 +78,8 @@ python -c "import storygpt._bpe, importlib.metadata as m; print('storygpt ready;
 step "2/5 data: the $CORPUS corpus, word-level and BPE tokenizers (data.py)"
 SPECS=("${WORD:-word}" "${BPE:-bpe}")
 slug() { python -c "import sys; from storygpt.tokenizers.spec import parse_spec; print(parse_spec(sys.argv[1]).slug)" "$1"; }
+# the slug data.py named the files by: a word vocabulary smaller than asked by the size it has (word:300 -> word-26)
+written() { python -c "import sys; from storygpt.data.corpora import written_slug; print(written_slug(*sys.argv[1:]))" "$1" "$2"; }
 RUNS=()
 for spec in "${SPECS[@]}"; do
     s="$(slug "$spec")"
@@ -87,11 +89,12 @@ for spec in "${SPECS[@]}"; do
     [ "$spec" != "$kind" ] && args+=(--vocab-size "${spec#*:}")
     args+=("${DATA_EXTRA[@]}")
     have=1
-    for f in train.txt valid.txt "tokenizer-$s.json" "train-$s.bin" "valid-$s.bin"; do
+    w="$(written "$DATA_DIR" "$s")"
+    for f in train.txt valid.txt "tokenizer-$w.json" "train-$w.bin" "valid-$w.bin"; do
         [ -f "$DATA_DIR/$f" ] || have=0
     done
     if [ "$have" = 1 ]; then
-        echo "reusing $DATA_DIR/{train,valid}-$s.bin, tokenizer-$s.json (to make them again: delete $DATA_DIR, or run data.py yourself)"
+        echo "reusing $DATA_DIR/{train,valid}-$w.bin, tokenizer-$w.json (to make them again: delete $DATA_DIR, or run data.py yourself)"
     else
         echo "+ python data.py ${args[*]}"
         python data.py "${args[@]}"

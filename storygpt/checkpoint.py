@@ -27,6 +27,7 @@ import torch
 
 from storygpt.atomic import atomic_write
 from storygpt.ckptpath import resolve_checkpoint  # noqa: F401 (public here; torch-free there)
+from storygpt.cli import shorten
 
 REQUIRED_KEYS = ("model", "config", "tokenizer")
 # keys a ckpt.pt to resume from holds besides the model (best.pt has no optimizer, state, args)
@@ -223,7 +224,7 @@ def torch_reason(e: BaseException) -> str:
         if len(lines) > 1 and first.startswith(("size mismatch", "Missing", "Unexpected"))
         else ""
     )
-    return f"{first[:200]}{more}"
+    return f"{shorten(first)}{more}"
 
 
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from storygpt.data.corpora import written_slug
 from storygpt.tokenizers import EOT
 from storygpt.tokenizers.bpe import load_cpp
 
@@ -248,8 +249,8 @@ def corpus_text(n_docs: int = 12) -> str:
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> dict[str, Path]:
-    """``root/tiny.txt`` (``src``) prepared by data.py into ``root/data/tiny`` (``corpus``: bpe-300 and word-60
-    token files) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``);
+    """``root/tiny.txt`` (``src``) prepared by data.py into ``root/data/tiny`` (``corpus``: bpe-300 and word:60
+    token files, the latter named ``word``: ``word-41``, the size its training split has) and a 2-step pretrain.py run on its BPE files (``ckpt``: ``root/ck/tiny/learned-bpe-300/ckpt.pt``);
     the tools run in this process (:func:`call_tool`).
     """
     pytest.importorskip("torch")
@@ -263,4 +264,5 @@ def tiny_run(tmp_path_factory) -> dict[str, Path]:
     corpus = root / "data" / "tiny"
     done = call_tool("pretrain", *tiny_argv(corpus, root / "ck", "--max-steps", "2"))
     assert done.returncode == 0, done.stderr
-    return {"root": root, "src": src, "corpus": corpus, "ckpt": root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"}
+    ckpt = root / "ck" / "tiny" / "learned-bpe-300" / "ckpt.pt"
+    return {"root": root, "src": src, "corpus": corpus, "ckpt": ckpt, "word": written_slug(corpus, "word-60")}

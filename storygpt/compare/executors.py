@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storygpt.cli import first_line, shorten
+
 #: exit statuses of a pretrain.py stopped from outside: 130 (SIGINT/SIGTERM caught, checkpoint written),
 #: a negative status or 128+N (killed by signal N before it could catch it)
 KILLED_STATUSES = {130, 137, 143}
@@ -223,8 +225,7 @@ class RayEngine:
                 configure_logging=True,
             )
         except Exception as e:  # ConnectionError, RuntimeError, ray's own errors
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise RunFailed(f"--executor ray: cannot start or join Ray ({first[:200]})") from None
+            raise RunFailed(f"--executor ray: cannot start or join Ray ({first_line(e)})") from None
         self.ray = ray
         self.slot = slot
         self.remote = ray.remote(_ray_call).options(
@@ -324,9 +325,7 @@ class SlurmEngine:
         try:
             self.executor.update_parameters(**params)
         except (NameError, ValueError, TypeError, AssertionError) as e:
-            raise RunFailed(
-                f"--executor slurm: submitit refused the settings: {str(e).splitlines()[0][:300]}"
-            ) from None
+            raise RunFailed(f"--executor slurm: submitit refused the settings: {first_line(e)}") from None
         self.slot = Slot(options.cpus, "cuda" if options.gpus else None, options.gpus)
         self.repo = repo
         self.running: dict = {}
@@ -363,7 +362,9 @@ class SlurmEngine:
                     return kind(text.rsplit(marker, 1)[1].splitlines()[0]), None
             return RunFailed(f"Slurm job {sjob.job_id} failed (logs: {sjob.paths.stderr})"), None
         except utils.UncompletedJobError as e:  # preempted, out of time, cancelled, the node lost
-            why = " ".join(str(e).splitlines()[:2])[:300]  # submitit's "Job N ... with path P" / "has not produced..."
+            why = shorten(
+                " ".join(str(e).splitlines()[:2])
+            )  # submitit's "Job N ... with path P" / "has not produced..."
             return RunKilled(f"Slurm job {sjob.job_id} did not complete ({why})"), None
         except (RunKilled, RunFailed) as e:
             return e, None

@@ -22,6 +22,7 @@ from storygpt.compare import provenance
 from storygpt.compare.analysis import BUDGETS, SHORT, budget_kind, budget_to_train
 from storygpt.compare.report import ReportError, ReportMeta, result_from_files
 from storygpt.compare.report_tables import duration, human, number, sci
+from storygpt.data.corpora import written_slug
 
 #: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured
 #: before bits.py measured all of the held-out text and its noisy copies, which add about 3).
@@ -357,6 +358,7 @@ def eval_interval_for(
 
 def train_chars_per_token(data_dir: Path, slug: str) -> float | None:
     """Characters per token of the training split, from data.py's ``stats-SLUG.json`` (None when absent)."""
+    slug = written_slug(data_dir, slug)
     split = ((read_json_or_none(data_dir / f"stats-{slug}.json") or {}).get("splits") or {}).get("train")
     value = split.get("chars_per_token") if isinstance(split, dict) else None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
@@ -400,7 +402,9 @@ class Run:
 
 
 def token_files(data_dir: Path, slug: str) -> list[Path]:
-    """The files data.py writes for one tokenizer (contract in docs/design.md)."""
+    """The files data.py writes for one tokenizer (contract in docs/design.md; a word vocabulary smaller than
+    asked: named by the size it has, :func:`storygpt.data.corpora.written_slug`)."""
+    slug = written_slug(data_dir, slug)
     return [data_dir / f"{n}-{slug}.{ext}" for n, ext in (("train", "bin"), ("valid", "bin"), ("tokenizer", "json"))]
 
 
@@ -486,7 +490,7 @@ def stale_token_files(data_dir: Path, slug: str, data_args: list[str]) -> str | 
     The slug names the vocabulary size only; stats-SLUG.json records the pattern, tie rule and
     minimum pair frequency data.py trained with.
     """
-    stats = read_json_or_none(data_dir / f"stats-{slug}.json") or {}
+    stats = read_json_or_none(data_dir / f"stats-{written_slug(data_dir, slug)}.json") or {}
     if stats.get("kind") != "bpe":
         return None
     want = bpe_options(data_args)
@@ -499,7 +503,7 @@ def vocab_size_of(data_dir: Path, slug: str) -> int | None:
     from storygpt.checkpoint import load_tokenizer
 
     try:
-        return load_tokenizer(data_dir / f"tokenizer-{slug}.json").vocab_size
+        return load_tokenizer(data_dir / f"tokenizer-{written_slug(data_dir, slug)}.json").vocab_size
     except (OSError, ValueError):
         return None
 

@@ -2,15 +2,14 @@
 
 compare.py runs data.py, pretrain.py and bits.py (:func:`python_tool`) through :func:`run_tool` (looked up on
 this module, so that tests can put a stand-in in its place).  While pretrain.py trains, its metrics.jsonl is
-followed (:class:`MetricsTail`) by a tqdm bar on a terminal, or by :class:`ProgressLines` (a plain line at most
-every :data:`PROGRESS_EVERY` seconds) when stderr is not one (:func:`progress_for`).
+followed (:class:`MetricsTail`) by a tqdm bar on a terminal, or by :class:`ProgressLines` (a plain line on stdout
+every :data:`PROGRESS_EVERY` seconds) when stdout or stderr is not one (:func:`progress_for`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shlex
 import signal
@@ -20,9 +19,11 @@ import threading
 import time
 from pathlib import Path
 
+from storygpt.cli import shorten
+
 #: The checkout: data.py, pretrain.py and bits.py lie beside storygpt/.
 HERE = Path(__file__).resolve().parents[2]
-#: Seconds between two plain progress lines (stderr not a terminal).
+#: Seconds between two plain progress lines (stdout or stderr not a terminal).
 PROGRESS_EVERY = 10.0
 
 #: the tools running now (several at once under compare.py --jobs N): a Ctrl-C reaches them all (stop_all)
@@ -70,7 +71,7 @@ def last_line(path: Path) -> str:
     except OSError:
         return ""
     lines = [ln.strip() for ln in lines if ln.strip()]
-    return lines[-1][:300] if lines else ""
+    return shorten(lines[-1]) if lines else ""
 
 
 class MetricsTail:
@@ -104,23 +105,24 @@ class MetricsTail:
 
 
 class ProgressLines:
-    """A tqdm bar's part in :func:`run_tool` for a log or a pipe: a plain line on ``file`` (stderr) with the
-    latest step, tokens, loss and elapsed seconds of ``follow``, at most every ``every`` seconds and only when
-    a new step row has come (``label: step 120, 245,760 tokens, loss 2.3456, 31 s (40%)``)."""
+    """A tqdm bar's part in :func:`run_tool` for a log or a pipe: a plain line on ``file`` (stdout) every
+    ``every`` seconds while the tool runs, with the latest step, tokens, loss and elapsed seconds of ``follow``
+    (``label: step 120, 245,760 tokens, loss 2.3456, 31 s (40%)``), or the seconds waited for its first step
+    (``label: starting, 10 s``)."""
 
     def __init__(self, label: str, total: float, follow: MetricsTail, file=None, every: float = PROGRESS_EVERY):
         self.label, self.total, self.follow, self.file, self.every = label, total, follow, file, every
         self.n = 0.0
-        self._shown: object = None
-        self._last = -math.inf
+        self._start = self._last = time.monotonic()
 
     def refresh(self) -> None:
-        row = self.follow.row
         now = time.monotonic()
-        if row is None or row is self._shown or now - self._last < self.every:
+        if now - self._last < self.every:
             return
-        self._shown, self._last = row, now
-        print(self.line(row), file=self.file or sys.stderr, flush=True)
+        self._last = now
+        row = self.follow.row
+        text = self.line(row) if row is not None else f"{self.label}: starting, {now - self._start:.0f} s"
+        print(text, file=self.file or sys.stdout, flush=True)
 
     def line(self, row: dict) -> str:
         parts = [f"step {row.get('step', '?')}"]
@@ -139,11 +141,12 @@ class ProgressLines:
 
 
 def progress_for(label: str, total: float, follow: MetricsTail, bar_format: str, quiet: bool, unit_seconds: bool):
-    """What follows a training run in :func:`run_tool`: a tqdm bar when stderr is a terminal, else
-    :class:`ProgressLines`; a disabled bar when ``quiet`` (the tool's own output shown, or runs at once)."""
+    """What follows a training run in :func:`run_tool`: a tqdm bar when stdout and stderr are terminals, else
+    :class:`ProgressLines` (on stdout, with compare.py's other lines); a disabled bar when ``quiet`` (the tool's
+    own output shown, or runs at once)."""
     from tqdm import tqdm
 
-    if not quiet and not _is_terminal(sys.stderr):
+    if not quiet and not (_is_terminal(sys.stdout) and _is_terminal(sys.stderr)):
         return ProgressLines(label.strip(), total, follow)
     return tqdm(
         total=total,

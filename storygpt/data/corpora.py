@@ -60,6 +60,29 @@ def chars_per_token(characters: int, tokens: int, boundaries: int = 0) -> float 
     return (characters - boundaries) / tokens if tokens > 0 else None
 
 
+def written_slug(folder: str | os.PathLike, slug: str) -> str:
+    """The slug data.py wrote the files of a SPEC with slug ``slug`` under, in corpus folder ``folder``.
+
+    ``slug`` itself, unless its tokenizer file is missing and a ``stats-OTHER.json`` records that data.py
+    was asked for ``slug`` (``slug_requested``) and named the files OTHER: a word vocabulary smaller than
+    asked (``word:50000`` on a text of 3,000 distinct words) is named by the size it has (``word-3000``).
+    """
+    import json
+
+    folder = Path(folder)
+    if (folder / f"tokenizer-{slug}.json").is_file():
+        return slug
+    for path in sorted(folder.glob("stats-*.json")):
+        try:
+            stats = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        other = stats.get("slug") if isinstance(stats, dict) and stats.get("slug_requested") == slug else None
+        if isinstance(other, str) and (folder / f"tokenizer-{other}.json").is_file():
+            return other
+    return slug
+
+
 def normalize_newlines(text: str) -> str:
     """``\\r\\n`` and lone ``\\r`` become ``\\n``; nothing else changes."""
     if "\r" not in text:

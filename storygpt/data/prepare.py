@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -269,6 +270,26 @@ def _spec(kind, vocab_size: int | None = None):
     return spec if vocab_size is None else spec.with_vocab_size(vocab_size)
 
 
+def _named_by_its_size(spec, tok, caught: list) -> tuple:
+    """The SPEC and slug the files of ``tok`` are named by: a word vocabulary smaller than ``spec`` asks
+    (the text has fewer distinct words) by the size it has, said in one warning (the trainer's own about the
+    shortfall is left out); the other warnings of training (``caught``) are given again."""
+    short = spec.kind == "word" and spec.vocab_size is not None and tok.vocab_size < spec.vocab_size
+    for w in caught:
+        if not (short and "short of the" in str(w.message)):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not short:
+        return spec, spec.slug
+    real = spec.with_vocab_size(int(tok.vocab_size))
+    warnings.warn(
+        f"--tokenizer {spec}: the training text has only {tok.vocab_size:,} distinct words and specials, "
+        f"short of the {spec.vocab_size:,} asked: its files are named {real.slug} (tokenizer-{real.slug}.json; "
+        f"pretrain.py --tokenizer {spec} or {real} finds them)",
+        stacklevel=3,
+    )
+    return real, real.slug
+
+
 def _batches(docs: Iterable[str], batch_chars: int) -> Iterator[list[str]]:
     """Lists of consecutive documents of about ``batch_chars`` characters (at least one document)."""
     batch: list[str] = []
@@ -481,30 +502,35 @@ def prepare(
         The statistics (also written to ``out/NAME/stats-SLUG.json``).
     """
     spec = _spec(kind, vocab_size)
-    slug = spec.slug
+    slug = asked = spec.slug
+    asked_size = spec.vocab_size
     if not corpus.name or corpus.name in (".", "..") or "/" in corpus.name or os.sep in corpus.name:
         raise ValueError(f"corpus name {corpus.name!r} must be a plain folder name (no path separators)")
     folder = Path(out) / corpus.name
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    texts = write_split_texts(corpus, folder, _others(folder, _token_files(slug)), progress)
+    mine = _token_files(slug) | _token_files(corpora.written_slug(folder, slug))
+    texts = write_split_texts(corpus, folder, _others(folder, mine), progress)
     write_txt_s = time.perf_counter() - t0
     tok, train_s = tokenizer, tokenizer_seconds
     if tok is None:
         t0 = time.perf_counter()
-        tok = train_tokenizer(
-            spec,
-            DocumentFile(folder / "train.txt"),
-            None,
-            pattern,
-            num_threads,
-            folder / "train.txt",
-            progress,
-            tie_break,
-            min_frequency,
-            characters=texts["train"]["characters"],
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tok = train_tokenizer(
+                spec,
+                DocumentFile(folder / "train.txt"),
+                None,
+                pattern,
+                num_threads,
+                folder / "train.txt",
+                progress,
+                tie_break,
+                min_frequency,
+                characters=texts["train"]["characters"],
+            )
         train_s = time.perf_counter() - t0
+        spec, slug = _named_by_its_size(spec, tok, caught)
     splits, written = {}, []
     try:  # the tokenizer file goes last: a tokenizer that fails to encode leaves no files of its SPEC
         for split in ("train", "valid"):
@@ -530,8 +556,9 @@ def prepare(
         "kind": spec.kind,
         "spec": str(spec),
         "slug": slug,
+        "slug_requested": asked,
         "vocab_size": int(tok.vocab_size),
-        "vocab_size_requested": spec.vocab_size,
+        "vocab_size_requested": asked_size,
         "pattern": getattr(tok, "pattern", None) if spec.kind != "byte" else None,
         "tie_break": tie_break if spec.kind == "bpe" else None,
         "min_frequency": min_frequency if spec.kind == "bpe" else None,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from storygpt.data.corpora import written_slug
 from storygpt.eval.intrinsic import Text, encode_text, load_text, measure, missing_optional
 from storygpt.eval.vocab_sweep import check_sizes
 from storygpt.tokenizers.base import missing_package, require
@@ -158,7 +159,8 @@ def make_tokenizer(spec_text: str, plan: Plan, num_threads: int = 0):
         return TiktokenView(enc), enc, time.perf_counter() - t0, "read by tiktoken"
     if not spec.is_trained:
         return build_tokenizer(spec), None, time.perf_counter() - t0, "read"
-    saved = plan.corpus_folder / f"tokenizer-{spec.slug}.json" if plan.corpus_folder else None
+    folder = plan.corpus_folder
+    saved = folder / f"tokenizer-{written_slug(folder, spec.slug)}.json" if folder else None
     if saved is not None and plan.train_file == plan.corpus_folder / "train.txt" and saved.is_file():
         return load(saved), None, time.perf_counter() - t0, f"data.py's {saved}"
     train = plan.train_file

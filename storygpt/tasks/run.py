@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storygpt.cli import first_line
 from storygpt.tasks import TaskError, catalog, made, need_lm_eval
 from storygpt.tasks.scores import LEVEL, REPLICATES, Items, paired, resample_weights, score
 
@@ -116,7 +117,7 @@ def build_tasks(spec: catalog.TaskSpec) -> dict:
     except TaskError:
         raise
     except Exception as e:  # datasets and lm-eval raise many kinds; one line naming the task and the fix
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        first = first_line(e)
         hint = ""
         if spec.name in catalog.LOCAL_FILES or spec.name == "blimp":
             files = catalog.LOCAL_FILES.get(spec.name, ["blimp/PHENOMENON.jsonl"])

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from storygpt.atomic import write_text
+from storygpt.cli import first_line
 
 from .base import EOT, require
 from .interop_base import TEXT_PATTERNS, BPEParts, InteropError, ids_by_bytes, merges_from_ranks
@@ -123,7 +124,7 @@ def read_tiktoken(
             raise
         cache = os.environ.get("TIKTOKEN_CACHE_DIR")
         where = f"TIKTOKEN_CACHE_DIR={cache} does not hold them" if cache else "TIKTOKEN_CACHE_DIR is not set"
-        reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        reason = first_line(e)
         raise InteropError(
             f"tiktoken:{name} needs OpenAI's BPE files, downloaded on first use, and the download failed "
             f"({type(e).__name__}: {reason}); {where} (docs/tokenizers.md: using tiktoken offline)"

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from storygpt.cli import show
+from storygpt.data.corpora import written_slug
 from storygpt.train.runfolder import RunError
 
 
@@ -122,7 +123,7 @@ def chars_per_token(data_dir: Path, slug: str, train_tokens: int) -> float:
     """
     from storygpt.eval.bits import count_characters, read_documents
 
-    stats = data_dir / f"stats-{slug}.json"
+    stats = data_dir / f"stats-{written_slug(data_dir, slug)}.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
         s = json.loads(stats.read_text(encoding="utf-8"))["splits"]["train"]
         return (int(s["characters"]) + int(s["documents"]) - 1) / int(s["tokens"])
@@ -162,7 +163,7 @@ def load_data(data_dir: Path, spec, block_size: int):
         raise RunError(
             f"--data {show(data_dir)}: no such folder; run `{data_command(data_dir, spec)}` first to write it"
         )
-    slug = spec.slug
+    slug = written_slug(data_dir, spec.slug)  # word:50000 on 3,000 distinct words: word-3000
     tok_path, train_path = data_dir / f"tokenizer-{slug}.json", data_dir / f"train-{slug}.bin"
     if not tok_path.is_file():
         have = sorted(p.name[len("tokenizer-") : -len(".json")] for p in data_dir.glob("tokenizer-*.json"))

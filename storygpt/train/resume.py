@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from storygpt import checkpoint
-from storygpt.cli import show
+from storygpt.cli import shorten, show
 from storygpt.model import recipes
 from storygpt.train.loop import Run, TrainState
 from storygpt.train.runfolder import RunError
@@ -45,7 +45,7 @@ def check_stored_tokenizer(ckpt: dict, path: Path, tokenizer, data_dir: Path) ->
         stored = checkpoint.tokenizer_from_dict(ckpt["tokenizer"])
     except (KeyError, TypeError, ValueError) as e:
         raise RunError(
-            f"--resume: {show(path)}: bad tokenizer stored in it ({str(e)[:200]}); the checkpoint is kept unchanged"
+            f"--resume: {show(path)}: bad tokenizer stored in it ({shorten(' '.join(str(e).splitlines()))}); the checkpoint is kept unchanged"
         ) from None
     if stored.fingerprint() != tokenizer.fingerprint():
         raise RunError(

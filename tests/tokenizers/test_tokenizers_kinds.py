@@ -84,7 +84,7 @@ def test_built_in_kinds_and_registry_errors():
 @pytest.mark.parametrize("bad", [b"abc", None, 5])
 def test_encode_non_text_is_a_type_error(tiny_run, kind, bad):
     # before: AttributeError: 'bytes' object has no attribute 'encode'
-    tok = load(tiny_run["corpus"] / f"tokenizer-{ {'bpe': 'bpe-300', 'word': 'word-60'}[kind] }.json")
+    tok = load(tiny_run["corpus"] / f"tokenizer-{ {'bpe': 'bpe-300', 'word': tiny_run['word']}[kind] }.json")
     for call in (tok.encode, tok.encode_ordinary, lambda x: tok.encode_batch(["ok", x])):
         with pytest.raises(TypeError, match=rf"text must be a str, got {type(bad).__name__}"):
             call(bad)
@@ -93,7 +93,7 @@ def test_encode_non_text_is_a_type_error(tiny_run, kind, bad):
 @pytest.mark.parametrize("kind", ["bpe", "word"])
 def test_encode_batch_of_a_single_string(tiny_run, kind):
     # before: encode_batch("abc") encoded three one-character texts, silently
-    tok = load(tiny_run["corpus"] / f"tokenizer-{ {'bpe': 'bpe-300', 'word': 'word-60'}[kind] }.json")
+    tok = load(tiny_run["corpus"] / f"tokenizer-{ {'bpe': 'bpe-300', 'word': tiny_run['word']}[kind] }.json")
     for call in (tok.encode_batch, tok.encode_batch_numpy):
         with pytest.raises(TypeError, match="texts must be a list of str, got a single str"):
             call("abc")

@@ -9,6 +9,7 @@ them), but for the Ctrl-C test: a real process.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -132,7 +133,7 @@ def test_write_tokens_rejects_non_integer_ids(tiny_run, tmp_path, ids):
 def test_read_tokens_with_the_other_kinds_tokenizer(tiny_run):
     from storygpt.data import read_tokens
 
-    word = load(tiny_run["corpus"] / "tokenizer-word-60.json")
+    word = load(tiny_run["corpus"] / f"tokenizer-{tiny_run['word']}.json")
     with pytest.raises(ValueError, match=rf"^{tiny_run['corpus']}/train-bpe-300.bin: written by another tokenizer"):
         read_tokens(tiny_run["corpus"] / "train-bpe-300.bin", word)
 
@@ -188,8 +189,49 @@ def test_data_warns_when_asked_for_more_words_than_the_text_has(tiny_run, tmp_pa
     argv = ["--train-file", str(tiny_run["src"]), "--out", str(tmp_path), "--quiet", "--tokenizer", "word:100000"]
     done = call_tool("data", *argv)
     assert done.returncode == 0, done.stderr
-    warning = r"^data.py: warning: the word-level vocabulary has \d+ entries, short of the 100,000 asked"
-    assert re.search(warning, done.stderr, re.MULTILINE), done.stderr
+    warning = r"^data.py: warning: --tokenizer word:100000: the training text has only \d+ distinct words"
+    assert len(re.findall(warning, done.stderr, re.MULTILINE)) == 1, done.stderr
+    assert "short of the 100,000 asked" in done.stderr and done.stderr.count("distinct words") == 1
+
+
+def test_a_word_vocabulary_smaller_than_asked_names_its_files_by_its_size(tmp_path):
+    # before: `data.py --tokenizer word --vocab-size 50000` on 3,000 distinct words wrote tokenizer-word-50000.json
+    from itertools import islice, product
+    from string import ascii_lowercase
+
+    from storygpt.compare.settings import token_files, vocab_size_of
+    from storygpt.tokenizers.spec import parse_spec
+    from storygpt.train.inputs import load_data
+
+    words = ["".join(w) for w in islice(product(ascii_lowercase, repeat=3), 2997)]  # + 3 specials: 3,000
+    docs = [" ".join(words[i : i + 100]) for i in range(0, len(words), 100)]
+    (tmp_path / "made.txt").write_text("\n<|endoftext|>\n".join(docs) + "\n", encoding="utf-8")
+    (tmp_path / "held.txt").write_text("aaa aab zzz\n", encoding="utf-8")
+    argv = ["--train-file", tmp_path / "made.txt", "--valid-file", tmp_path / "held.txt", "--out", tmp_path / "o"]
+    done = call_tool("data", *argv, "--quiet", "--tokenizer", "word", "--vocab-size", "50000")
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "o" / "made"
+    named = sorted(p.name for p in folder.iterdir() if "word" in p.name)
+    assert named == ["stats-word-3000.json", "tokenizer-word-3000.json", "train-word-3000.bin", "valid-word-3000.bin"]
+    assert load(folder / "tokenizer-word-3000.json").vocab_size == 3000
+    stats = json.loads((folder / "stats-word-3000.json").read_text())
+    assert (stats["slug"], stats["slug_requested"], stats["vocab_size"], stats["vocab_size_requested"]) == (
+        "word-3000",
+        "word-50000",
+        3000,
+        50000,
+    )
+    (line,) = [ln for ln in done.stderr.splitlines() if "distinct words" in ln]
+    assert line == (
+        "data.py: warning: --tokenizer word:50000: the training text has only 3,000 distinct words and specials, "
+        "short of the 50,000 asked: its files are named word-3000 (tokenizer-word-3000.json; "
+        "pretrain.py --tokenizer word:50000 or word:3000 finds them)"
+    )
+    # what was asked for finds them: pretrain.py's loading, compare.py's checks
+    tok, train = load_data(folder, parse_spec("word:50000"), block_size=8)
+    assert tok.vocab_size == 3000 and len(train) == 2997 + len(docs) - 1
+    assert [p.name for p in token_files(folder, "word-50000")][-1] == "tokenizer-word-3000.json"
+    assert vocab_size_of(folder, "word-50000") == 3000
 
 
 def test_data_warns_when_the_held_out_file_is_the_training_file(tiny_run, tmp_path):

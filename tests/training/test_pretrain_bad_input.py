@@ -121,10 +121,11 @@ def test_pretrain_folder_with_only_word_files_suggests_dropping_bpe(tiny_run, tm
     # before: only "run data.py --bpe", not that the folder holds the word-level files
     d = tmp_path / "wordonly"
     d.mkdir()
-    for name in ("tokenizer-word-60.json", "train-word-60.bin", "valid-word-60.bin"):
+    word = tiny_run["word"]  # word-41: data.py --vocab-size 60 on a text of 41 distinct words and specials
+    for name in (f"tokenizer-{word}.json", f"train-{word}.bin", f"valid-{word}.bin"):
         (d / name).write_bytes((tiny_run["corpus"] / name).read_bytes())
     err = refused(*tiny_argv(d, tmp_path / "ck"))
-    assert_error(r"tokenizer-bpe-300.json not found; .* holds the token files of: word-60 \(pass --tokenizer", err)
+    assert_error(rf"tokenizer-bpe-300.json not found; .* holds the token files of: {word} \(pass --tokenizer", err)
 
 
 @pytest.mark.parametrize("sub", ["", "a/b"])
