@@ -24,10 +24,9 @@ import dataclasses
 import sys
 
 from storygpt.cli import ToolParser, check_ranges
-from storygpt.compare import executors
-from storygpt.compare.plan import seeds_auto
-from storygpt.compare.plan.seeds_auto import DEFAULT_MAX
+from storygpt.compare import executors, seeds_auto
 from storygpt.compare.run import PROG, compare, rerun
+from storygpt.compare.seeds_auto import DEFAULT_MAX
 from storygpt.compare.settings import (
     DEFAULT_BITS_CHARS,
     DEFAULT_BUDGET_FLOPS,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from storygpt.atomic import write_text
-from storygpt.compare import executors, provenance, toolrun
+from storygpt.compare import executors, toolrun
 from storygpt.compare.analysis import MIN_EVALS
 from storygpt.compare.preflight import (
     check_eval_names,
@@ -203,9 +203,9 @@ def train(
             f"(log: {run.log})"
         )
     record["provenance"] = {
-        **provenance.environment(HERE),
+        **toolrun.environment(HERE),
         "cpu_time": (record.get("provenance") or {}).get("cpu_time", 0.0) + sum(cpu),
-        "token_files": provenance.token_fingerprints(token_files(data_dir, run.slug)),
+        "token_files": toolrun.token_fingerprints(token_files(data_dir, run.slug)),
         "command": ["pretrain.py", *cmd[2:]],
     }
     write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
@@ -418,7 +418,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
         grid = (sizes or [None], [(budget_key, v) for v in budget_values], seeds)
         runs = list_runs(specs, grid, settings.position, out_root / corpus, report_dir / "logs", one_by_one)
         if options.seed_plan is not None:  # --seeds auto's round, or --rerun of one: only the runs it names
-            from storygpt.compare.plan.seeds_auto import planned_runs
+            from storygpt.compare.seeds_auto import planned_runs
 
             runs = planned_runs(runs, options.seed_plan)
             seeds = sorted({r.seed for r in runs})
@@ -426,7 +426,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
         for run in runs:
             check_run_folder(run, settings)
         if options.dry_run:  # the plan, its FLOPs and time; nothing written
-            from storygpt.compare.plan.dryrun import show_plan
+            from storygpt.compare.preflight import show_plan
 
             return show_plan(runs, options, settings, lambda r: shape_for(r, shape), report_dir, data_dir)
 
@@ -607,7 +607,7 @@ def rerun(report: str, argv: list[str], options_of, again) -> int:
     parsed = options_of(old)
     name = (parsed.report or doc["meta"].get("name") or path.parent.name) + "-rerun"
     new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
-    from storygpt.compare.plan.seeds_auto import rerun_flags
+    from storygpt.compare.seeds_auto import rerun_flags
 
     try:  # --seeds auto: the report's own seed rounds, not a new adaptive plan
         new_argv += rerun_flags(doc, parsed.seeds_auto)

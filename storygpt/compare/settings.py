@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from storygpt.cli import show
-from storygpt.compare import provenance
+from storygpt.compare import toolrun
 from storygpt.compare.analysis import BUDGETS, SHORT, budget_kind, budget_to_train
 from storygpt.compare.report import ReportError, ReportMeta, result_from_files
 from storygpt.compare.report_tables import duration, human, number, sci
@@ -78,9 +78,9 @@ class CompareOptions:
     learned: bool = False
     seed: int = 1337
     seeds: int = 1  # with seeds_auto: MAX, the most seeds a tokenizer may get
-    seeds_auto: bool = False  # --seeds auto[:MAX] (storygpt.compare.plan.seeds_auto)
+    seeds_auto: bool = False  # --seeds auto[:MAX] (storygpt.compare.seeds_auto)
     seed_plan: tuple | None = None  # ((SPEC, seed, round), ...): exactly these runs (--seeds auto, --rerun)
-    dry_run: bool = False  # --dry-run: print the plan (storygpt.compare.plan.dryrun), write nothing
+    dry_run: bool = False  # --dry-run: print the plan (storygpt.compare.preflight), write nothing
     recipe: str | None = None
     eval_interval: int | None = None
     pretrain_args: str = ""
@@ -580,8 +580,8 @@ def report_meta(
         + (f", {', '.join(devices)}" if devices else "")
         + (f", {', '.join(dtypes)}" if dtypes else "")
     )
-    env = provenance.environment(root)
-    env["heldout_sha256"] = provenance.sha256_file(text_path) if text_path.is_file() else None
+    env = toolrun.environment(root)
+    env["heldout_sha256"] = toolrun.sha256_file(text_path) if text_path.is_file() else None
     return ReportMeta(
         name=report,
         corpus=corpus,

@@ -1,6 +1,6 @@
 """Adding training seeds until the order of the tokenizers is decided, with a stated error rate (numpy only).
 
-The statistical core of ``compare.py --seeds auto[:MAX]`` (issue 45; the rounds: storygpt/compare/plan/seeds_auto.py).
+The statistical core of ``compare.py --seeds auto[:MAX]`` (issue 45; the rounds: storygpt/compare/seeds_auto.py).
 Every tokenizer starts with 2 seeds; after each seed round ("look") the still-open tokenizers are compared
 with the current best, and only those whose difference from it is undecided (and the best) get another seed,
 until every one is decided or MAX seeds are reached.

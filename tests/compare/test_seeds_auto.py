@@ -17,7 +17,7 @@ import pytest
 from conftest import call_tool, one_error_line
 from fake_runs import FLOPS, SEED, fake_bpc
 
-from storygpt.compare.plan.seeds_auto import parse_plan, parse_seeds
+from storygpt.compare.seeds_auto import parse_plan, parse_seeds
 from storygpt.eval.sequential import run_adaptive
 
 pytest.importorskip("matplotlib")
