@@ -19,9 +19,11 @@ from pathlib import Path
 
 from storygpt import atomic, checkpoint
 from storygpt.cli import show
-from storygpt.train.loop import Budgets, Live, Run, lr_at, save
+from storygpt.train.loop import Budgets, Live, Run, TrainState, lr_at, save
 from storygpt.train.runfolder import MetricsLog, RunError, RunFiles, os_reason
 
+#: a branch's record of where it left its trunk: {"trunk": folder, "step", "tokens", "flops"} (compare.py's note)
+BRANCH_RECORD = "branch.json"
 #: the budget kinds a trunk may branch on (Budgets' fields; ``minutes`` is not known before training)
 KINDS = ("max_steps", "tokens", "chars", "flops")
 
@@ -70,10 +72,10 @@ def branch_kind(budgets: Budgets, schedule: str) -> str:
     return given[0]
 
 
-def diverges(r: Run, live: Live, budgets: Budgets) -> bool:
-    """Whether the run of ``budgets`` would take another step than the trunk ``r`` now: another rate in any
-    optimizer group (storygpt.train.loop.lr_at) or its budget reached."""
-    state, h = live.state, r.hyper
+def diverges(r: Run, state: TrainState, budgets: Budgets) -> bool:
+    """Whether the run of ``budgets`` would take another step than the trunk ``r`` at ``state``: another rate in
+    any optimizer group (storygpt.train.loop.lr_at) or its budget reached."""
+    h = r.hyper
     if budgets.reached(state):
         return True
     mine, theirs = r.budgets.progress(state), budgets.progress(state)
@@ -83,6 +85,20 @@ def diverges(r: Run, live: Live, budgets: Budgets) -> bool:
         if a != b:
             return True
     return False
+
+
+def counted(r: Run, step: int) -> TrainState:
+    """The counters of the loop after ``step`` steps (tokens, chars, flops as storygpt.train.loop.run counts them)."""
+    tokens = step * r.tokens_per_step
+    return TrainState(step=step, tokens=tokens, chars=tokens * r.chars_per_token, flops=tokens * r.flops_per_token)
+
+
+def branch_step(r: Run, budgets: Budgets) -> int:
+    """The step at which the run of ``budgets`` first differs from the trunk ``r`` (its decay start)."""
+    step = 0
+    while not diverges(r, counted(r, step), budgets):
+        step += 1
+    return step
 
 
 def started(folder: Path) -> bool:
@@ -113,6 +129,9 @@ def write_branch(r: Run, live: Live, branch: Branch) -> None:
                 checkpoint.save_checkpoint(path, {**best, "data": meta["data"]})
             else:
                 path.unlink(missing_ok=True)
+            path, state = files.folder / BRANCH_RECORD, live.state
+            record = {"trunk": str(r.files.folder), "step": state.step, "tokens": state.tokens, "flops": state.flops}
+            atomic.write_text(path, json.dumps(record) + "\n")
         except OSError as e:
             raise RunError(f"cannot write {show(path)}: {os_reason(e)}") from None
         except checkpoint.CheckpointError as e:
@@ -122,13 +141,22 @@ def write_branch(r: Run, live: Live, branch: Branch) -> None:
 
 
 def brancher(branches: list[Branch]):
-    """A :attr:`storygpt.train.loop.Live.before_step` that writes each branch not yet written at its decay start."""
+    """A :attr:`storygpt.train.loop.Live.before_step` that writes each branch not yet written at its decay start
+    (:func:`branch_step`); a branch whose decay start the trunk has passed without it is left out, with a warning."""
     pending = [b for b in branches if not started(b.folder)]
+    at: dict[int, int] = {}
 
     def before_step(r: Run, live: Live) -> None:
         for b in list(pending):
-            if diverges(r, live, b.budgets):
+            step = at.setdefault(id(b), branch_step(r, b.budgets))
+            if live.state.step == step:
                 write_branch(r, live, b)
+                pending.remove(b)
+            elif live.state.step > step:
+                r.log(
+                    f"warning: --branch {b.folder.name}: this run is past its decay start (step {step}) without it; "
+                    "train that budget alone"
+                )
                 pending.remove(b)
 
     return before_step

@@ -58,7 +58,10 @@ def assert_same_run(a: Path, b: Path) -> None:
 
 @pytest.mark.parametrize(
     "flag,trunk,branches",
-    [("--max-steps", 12, [8, 5]), ("--budget-tokens", 11 * TOKENS_PER_STEP, [7 * TOKENS_PER_STEP])],
+    [
+        pytest.param("--max-steps", 12, [8, 5], marks=pytest.mark.slow),  # two branches of one trunk
+        ("--budget-tokens", 11 * TOKENS_PER_STEP, [7 * TOKENS_PER_STEP]),
+    ],
 )
 def test_branches_equal_independent_runs(corpus, tmp_path, flag, trunk, branches):
     out = tmp_path / "runs"
@@ -78,6 +81,7 @@ def test_branches_equal_independent_runs(corpus, tmp_path, flag, trunk, branches
     assert top["steps"] == branch.steps_for(trunk, 1 if flag == "--max-steps" else TOKENS_PER_STEP)
 
 
+@pytest.mark.slow  # a subprocess, interrupted
 def test_interrupted_trunk_reruns_and_keeps_its_branches(corpus, tmp_path):
     """A trunk stopped (SIGTERM at step 4) after its first branch was written (step 3) and before its second
     (step 5) continues with --resume, writes the second branch and leaves the first as it was."""
