@@ -190,3 +190,56 @@ def shared_flops(budgets: list[float], per_step: float, decay_fraction: float) -
         steps_for(b, per_step) - decay_start(b, per_step, decay_fraction) for b in budgets if b != top
     )
     return branched * per_step, independent * per_step
+
+
+def plan(runs: list, kind: str, schedule: str) -> tuple[dict[int, list[int]], str | None]:
+    """compare.py's branching: ``{index of a trunk: [indices of its branches]}`` over ``runs`` (objects with
+    ``spec``, ``size``, ``seed`` and ``budget`` = ``(kind, value)``): per tokenizer, size and seed, the largest
+    budget is the trunk, the others its branches, smallest first.  Empty, with why nothing is shared (None with
+    one budget), under a schedule other than ``wsd`` or a ``minutes`` budget."""
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(runs):
+        groups.setdefault((str(r.spec), r.size, r.seed), []).append(i)
+    if all(len(g) < 2 for g in groups.values()):
+        return {}, None
+    if schedule != "wsd":
+        return {}, f"nothing was shared: {schedule} schedule decays from step 0 (every budget trained on its own)"
+    if kind == "minutes":
+        return {}, "nothing was shared: a time budget is not known before training (every budget trained on its own)"
+    out = {}
+    for g in groups.values():
+        g = sorted(g, key=lambda i: runs[i].budget[1])
+        if len(g) > 1:
+            out[g[-1]] = g[:-1]
+    return out, None
+
+
+def shared_args(runs: list, trunks: dict[int, list[int]], k: int) -> dict:
+    """compare.py's train() keywords of ``runs[k]`` under :func:`plan`'s ``trunks``: ``eval_budget`` (its trunk's
+    smallest budget: every run of a trunk evaluates at the same steps) and, for a trunk, its ``branches``."""
+    for t, bs in trunks.items():
+        if k == t or k in bs:
+            out = {"eval_budget": runs[bs[0]].budget}
+            return out | ({"branches": tuple(runs[b] for b in bs)} if k == t else {})
+    return {}
+
+
+def flops_trained(folders: list[Path]) -> tuple[float, float]:
+    """``(trained, independent)`` training FLOPs of finished run folders: summary.json's ``flops`` of each, less
+    the FLOPs a branch took over from its trunk (its :data:`BRANCH_RECORD`), against all of them in full."""
+    trained = independent = 0.0
+    for folder in folders:
+        done = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["flops"]
+        independent += done
+        record = folder / BRANCH_RECORD
+        trained += done - (json.loads(record.read_text(encoding="utf-8"))["flops"] if record.is_file() else 0.0)
+    return trained, independent
+
+
+def shared_note(folders: list[Path], branches: int) -> str:
+    """The report's line on what branching saved (:func:`flops_trained`)."""
+    trained, independent = flops_trained(folders)
+    return (
+        f"budgets branched (wsd): {branches} of {len(folders)} runs continued from their trunk's decay start; "
+        f"{trained:.3g} training FLOPs, {trained / independent:.2f}x the {independent:.3g} of independent runs"
+    )
