@@ -124,3 +124,34 @@ def test_shared_flops_counts_the_decays_only():
     assert [branch.decay_start(b, 1, 0.5) for b in (4, 8, 12)] == [3, 5, 7]
     assert branch.shared_flops([4, 8, 12], 1, 0.5) == (12 + 3 + 1, 24)
     assert branch.steps_for(10, 3) == 4 and branch.steps_for(9, 3) == 3
+
+
+class R:  # compare.py's Run, as branch.plan reads it
+    def __init__(self, spec, budget, seed, size=None):
+        self.spec, self.budget, self.seed, self.size = spec, ("budget_flops", budget), seed, size
+
+
+def test_plan_makes_the_largest_budget_of_each_tokenizer_and_seed_the_trunk():
+    runs = [R(s, b, seed) for s in ("byte", "bpe:512") for b in (1e12, 5e12, 2e12) for seed in (0, 1)]
+    trunks, why = branch.plan(runs, "budget_flops", "wsd")
+    assert why is None
+    assert trunks == {2: [0, 4], 3: [1, 5], 8: [6, 10], 9: [7, 11]}  # 5e12 trunks; 1e12, then 2e12
+    assert branch.shared_args(runs, trunks, 4) == {"eval_budget": ("budget_flops", 1e12)}
+    assert branch.shared_args(runs, trunks, 2) == {
+        "eval_budget": ("budget_flops", 1e12),
+        "branches": (runs[0], runs[4]),
+    }
+    shared, why = branch.plan(runs, "budget_flops", "cosine")
+    assert shared == {} and why.startswith("nothing was shared: cosine schedule decays from step 0")
+    assert branch.plan(runs, "minutes", "wsd")[0] == {}
+    assert branch.plan(runs[:1], "budget_flops", "wsd") == ({}, None)  # one budget: nothing to say
+
+
+def test_flops_trained_counts_a_branch_from_its_decay_start(tmp_path):
+    for name, flops, taken in (("top", 100.0, None), ("small", 40.0, 16.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"flops": flops}))
+        if taken is not None:
+            (tmp_path / name / branch.BRANCH_RECORD).write_text(json.dumps({"flops": taken}))
+    assert branch.flops_trained([tmp_path / "top", tmp_path / "small"]) == (124.0, 140.0)
+    assert "0.89x the 140 of independent runs" in branch.shared_note([tmp_path / "top", tmp_path / "small"], 1)
