@@ -16,6 +16,7 @@ of the figures in docs/compare.md.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -86,8 +87,9 @@ def main() -> None:
     folders = sweep(work, corpus, a.specs, a.budgets, a.seeds, a.pretrain_arg)
     trained, _ = branch.flops_trained(folders)
     independent, identical = 0.0, []
-    for f in folders:
-        g = alone(work, f)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two runs at once, one thread each (as compare.py)
+        again = list(pool.map(lambda f: alone(work, f), folders))
+    for f, g in zip(folders, again):
         independent += json.loads((g / "summary.json").read_text())["flops"]
         identical.append(same(f, g))
         print(f"  {f.name:<40} identical to pretrain.py alone: {identical[-1]}")

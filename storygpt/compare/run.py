@@ -71,6 +71,7 @@ from storygpt.compare.toolrun import HERE, python_tool
 from storygpt.eval.perturb import parse_kinds
 from storygpt.model.presets import preset
 from storygpt.model.recipes import RECIPES
+from storygpt.train import branch
 
 PROG = "compare.py"
 
@@ -125,8 +126,7 @@ def pretrain_command(
     eval_budget: tuple | None = None,
 ) -> list[str]:
     """The pretrain.py command of a run (``--resume`` when its checkpoint is there, else ``--force``); a trunk's
-    ``branches`` (runs) as ``--branch`` (storygpt/train/branch.py), every run of a trunk evaluated as often as
-    at ``eval_budget``, its smallest budget."""
+    ``branches`` (runs) as ``--branch`` (storygpt/train/branch.py), evaluated as at ``eval_budget``."""
     key_name, value = run.budget
     cmd = python_tool("pretrain.py") + [
         "--data",
@@ -344,17 +344,13 @@ def cluster_engine(options: CompareOptions, report_dir: Path):
     return None
 
 
-def run_at_once(
-    engine, runs, todo, options: CompareOptions, settings, data_dir, out_root, shape, trunks=None, pending=()
-) -> None:
+def run_at_once(engine, runs, todo, options, settings, data_dir, out_root, shape, trunks=None, pending=()) -> None:
     """Train and measure the runs of ``todo`` on ``engine`` (several at once); a status line as each ends (and
     "done before" for the runs neither in ``todo`` nor ``pending``); ``trunks``: storygpt.train.branch.plan's.
 
     Raises:
         RunsFailed: some runs failed (each named, with its log, as it ended); the others finished.
     """
-    from storygpt.train.branch import shared_args
-
     for i, run in enumerate(runs, 1):
         if run not in todo and run not in pending:
             print(status_line(i, len(runs), run, "done before"), flush=True)
@@ -363,7 +359,7 @@ def run_at_once(
     for run in todo:
         r = replace(run, folder=run.folder.resolve(), log=run.log.resolve()) if absolute else run
         d, o = (data_dir.resolve(), out_root.resolve()) if absolute else (data_dir, out_root)
-        shared = shared_args(runs, trunks or {}, runs.index(run))
+        shared = branch.shared_args(runs, trunks or {}, runs.index(run))
         jobs.append(executors.Job(run.label, r.log, RunJob(r, options, settings, d, o, shape_for(run, shape), shared)))
         position[id(jobs[-1])] = (runs.index(run) + 1, run)
     print(f"training {len(todo)} run{'s' if len(todo) != 1 else ''} ({engine.name})", flush=True)
@@ -455,8 +451,6 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
         check_compared(texts, specs, budget_values, sizes)
         for run in runs:
             check_run_folder(run, settings)
-        from storygpt.train import branch
-
         schedule = pretrain_setting(pretrain_args, "--schedule", settings.recipe_parts.get("schedule", "cosine"))
         trunks, unshared = branch.plan(runs, budget_key, schedule)  # issue 45: budgets that branch
 
@@ -508,7 +502,12 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
                 engine = executors.LocalEngine(slots)
         if engine is not None:  # the trunks first, then their branches (written by the trunks)
             first = [r for k, r in enumerate(runs) if k in trunks and r in todo]
-            for part in [first, [r for r in todo if r not in first]] if first else [todo]:
+            parts = [first, [r for r in todo if r not in first]] if first else [todo]
+            for n, part in enumerate(parts):  # an engine ends with its jobs: the branches get a new one
+                if n:
+                    engine = (
+                        executors.LocalEngine(slots) if engine.name == "local" else cluster_engine(options, report_dir)
+                    )
                 run_at_once(engine, runs, part, options, settings, data_dir, out_root, shape, trunks, todo)
 
         for i, run in sorted(enumerate(runs, 1), key=lambda p: p[0] - 1 not in trunks):  # trunks first
