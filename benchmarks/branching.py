@@ -104,7 +104,9 @@ def main() -> None:
     for fraction in (0.6, 0.2):
         for budgets in ([1e12, 2e12, 5e12], [1e12, 2e12, 5e12, 1e13, 2e13]):
             b, i = branch.shared_flops(budgets, per_step, fraction)
-            print(f"  step arithmetic, decay fraction {fraction}: budgets {budgets}: {b / i:.3f}x ({b:.4g} of {i:.4g})")
+            print(
+                f"  step arithmetic, decay fraction {fraction}: budgets {','.join(f'{x:g}' for x in budgets)}: {b / i:.3f}x ({b:.4g} of {i:.4g})"
+            )
     if not all(identical):
         raise SystemExit("some branched runs differ from their independent runs")
 
