@@ -43,6 +43,7 @@ RESUME_OVERRIDABLE |= {
     "total_batch_size",
     "dry_run",
     "log",
+    "branch",
 }
 
 
@@ -80,6 +81,14 @@ FLAGS = {
         ("--budget-tokens", float, None, "training tokens seen"),
         ("--budget-chars", float, None, "training characters seen (tokens x characters per token)"),
         ("--budget-flops", float, None, "training FLOPs (docs/training.md gives the formula)"),
+        (
+            "--branch",
+            list,
+            None,
+            "NAME=BUDGET: also leave the run folder NAME beside this one, a run of this budget kind at BUDGET "
+            "(below this run's) paused at its decay start; pretrain.py --resume there trains its decay, the same "
+            "run as one trained on that budget alone (repeatable; --schedule wsd only; docs/training.md)",
+        ),
     ],
     "model (a --preset fills these; flags given beside it win)": [
         ("--preset", str, None, f"named model shape: {', '.join(PRESETS)} (docs/training.md)"),
@@ -388,6 +397,11 @@ def train_in(
         vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
     with_budget(args)
     spec, data_dir = parse_spec(args.tokenizer), Path(args.data).resolve()
+    before_step = None
+    if args.branch:  # refused before any data is read
+        schedule = (recipes.Recipe.from_checkpoint(ckpt) if ckpt else recipes.Recipe.from_flags(vars(args))).optim
+        stored = to_plain({**vars(args), "data": str(data_dir)})
+        before_step = brancher_of(args, files, Budgets(*(getattr(args, b) for b in BUDGETS)), schedule.schedule, stored)
     try:
         device, dtype, threads = runtime.setup(args.device, args.dtype, args.threads, dist, log)
     except ValueError as e:
@@ -440,7 +454,37 @@ def train_in(
         chars_per_token=chars_per_token(data_dir, spec.slug, len(train)),
         ckpt=ckpt,
     )
+    live.before_step = before_step
     return start.train(r, live, options, threads, dtype, fresh=ckpt is None)
+
+
+def brancher_of(args, files: RunFiles, budgets, schedule: str, stored: dict):
+    """The --branch folders of a trunk run (storygpt/train/branch.py) as the loop's ``before_step``.
+
+    Raises:
+        RunError: a malformed NAME=BUDGET, a schedule other than wsd, not one budget, a branch not below the run's.
+    """
+    from dataclasses import replace
+
+    from storygpt.train import branch
+
+    try:
+        kind = branch.branch_kind(budgets, schedule)
+        wanted = [branch.parse_branch(t) for t in args.branch]
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    flag = BUDGETS[("minutes", *branch.KINDS).index(kind)]
+    out = []
+    for name, value in wanted:
+        value = int(value) if kind == "max_steps" else value
+        if not value < getattr(budgets, kind):
+            raise RunError(f"--branch {name}={value:g}: not below this run's --{flag.replace('_', '-')} (the trunk)")
+        folder = files.folder.parent / name
+        if folder.resolve() == files.folder.resolve():
+            raise RunError(f"--branch {name}: that is this run's own folder")
+        flags = {**stored, flag: value, "run_name": name, "run_dir": None, "branch": None, "resume": False}
+        out.append(branch.Branch(folder, replace(budgets, **{kind: value}), flags))
+    return branch.brancher(out)
 
 
 if __name__ == "__main__":

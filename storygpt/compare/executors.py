@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import queue
+import shutil
 import socket
 import time
 from collections import deque
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storygpt.cli import first_line, shorten
+from storygpt.compare.settings import CompareError, CompareOptions
+from storygpt.compare.toolrun import HERE
 
 #: exit statuses of a pretrain.py stopped from outside: 130 (SIGINT/SIGTERM caught, checkpoint written),
 #: a negative status or 128+N (killed by signal N before it could catch it)
@@ -497,3 +500,35 @@ def add_arguments(p) -> None:
 #: compare.py's allowed values of these flags (storygpt.cli.check_ranges)
 RANGES = {"jobs": (1, None), "retries": (0, None), "slurm_time": (1, None), "slurm_gpus": (0, None)}
 RANGES |= {"slurm_cpus": (1, None), "ray_gpus": (0, None)}
+
+
+def cluster_engine(options: CompareOptions, report_dir: Path):
+    """The Ray or Slurm engine of --executor (None for this machine).
+
+    Raises:
+        CompareError: a missing extra, an unreachable --ray-address, a setting submitit refuses (one line).
+    """
+    made = None  # submitit makes its log folder at once: the topmost folder it makes is removed after a refusal
+    for folder in (report_dir, *report_dir.parents):
+        if folder.exists():
+            break
+        made = folder
+    try:
+        if options.executor == "ray":
+            slot = Slot(options.threads or 1, options.device, options.ray_gpus)
+            return RayEngine(options.ray_address, slot, HERE)
+        if options.executor == "slurm":
+            options = SlurmOptions(
+                partition=options.slurm_partition,
+                time_minutes=options.slurm_time,
+                gpus=options.slurm_gpus,
+                cpus=options.slurm_cpus,
+                params=parse_slurm_params(options.slurm_param),
+                cluster="local" if options.slurm_cluster == "local" else "slurm",
+            )
+            return SlurmEngine(report_dir.resolve() / "slurm", options, HERE)
+    except RunFailed as e:
+        if made is not None and made.is_dir():
+            shutil.rmtree(made)
+        raise CompareError(str(e)) from None
+    return None

@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from storygpt.atomic import write_text
 from storygpt.compare import executors, toolrun
 from storygpt.compare.analysis import MIN_EVALS
+from storygpt.compare.executors import cluster_engine
 from storygpt.compare.preflight import (
     check_eval_names,
     check_options,
@@ -71,6 +71,7 @@ from storygpt.compare.toolrun import HERE, python_tool
 from storygpt.eval.perturb import parse_kinds
 from storygpt.model.presets import preset
 from storygpt.model.recipes import RECIPES
+from storygpt.train import branch
 
 PROG = "compare.py"
 
@@ -114,9 +115,18 @@ def prepare_data(run: Run, options: CompareOptions, settings: Settings, data_dir
 
 
 def pretrain_command(
-    run: Run, options: CompareOptions, settings: Settings, data_dir: Path, out_root: Path, shape: dict | None, threads
+    run: Run,
+    options: CompareOptions,
+    settings: Settings,
+    data_dir: Path,
+    out_root: Path,
+    shape: dict | None,
+    threads,
+    branches: tuple = (),
+    eval_budget: tuple | None = None,
 ) -> list[str]:
-    """The pretrain.py command of a run (``--resume`` when its checkpoint is there, else ``--force``)."""
+    """The pretrain.py command of a run (``--resume`` when its checkpoint is there, else ``--force``); a trunk's
+    ``branches`` (runs) as ``--branch`` (storygpt/train/branch.py), evaluated as at ``eval_budget``."""
     key_name, value = run.budget
     cmd = python_tool("pretrain.py") + [
         "--data",
@@ -140,7 +150,7 @@ def pretrain_command(
         cmd += ["--batch-size", str(settings.batch_size)]
     cpt = train_chars_per_token(data_dir, run.slug)
     interval = eval_interval_for(
-        run.budget,
+        eval_budget or run.budget,
         shape,
         vocab_size_of(data_dir, run.slug),
         cpt,
@@ -156,12 +166,21 @@ def pretrain_command(
     cmd += settings.forwarded + settings.pretrain_args
     if options.log:
         cmd += ["--log", options.log]  # tracking: not a setting of the runs (the folder of runs does not change)
+    cmd += [f"--branch={b.folder.name}={b.budget[1]:g}" for b in branches]
     cmd.append("--resume" if (run.folder / "ckpt.pt").is_file() else "--force")
     return cmd
 
 
 def train(
-    run: Run, options: CompareOptions, settings: Settings, data_dir: Path, out_root: Path, shape: dict | None, threads
+    run: Run,
+    options: CompareOptions,
+    settings: Settings,
+    data_dir: Path,
+    out_root: Path,
+    shape: dict | None,
+    threads,
+    branches: tuple = (),
+    eval_budget: tuple | None = None,
 ) -> str:
     """pretrain.py for this run: fresh, or --resume from its checkpoint; returns 'trained' or 'resumed'.
 
@@ -170,7 +189,7 @@ def train(
     key_name, value = run.budget
     _, key, unit = BUDGETS[key_name]
     resume = (run.folder / "ckpt.pt").is_file()
-    cmd = pretrain_command(run, options, settings, data_dir, out_root, shape, threads)
+    cmd = pretrain_command(run, options, settings, data_dir, out_root, shape, threads, branches, eval_budget)
     run.folder.mkdir(parents=True, exist_ok=True)
     record = read_json_or_none(run.folder / "compare.json") or {}
     record.update(
@@ -264,6 +283,7 @@ class RunJob:
     data_dir: Path
     out_root: Path
     shape: dict | None
+    shared: dict = field(default_factory=dict)  # train()'s branches and eval_budget (storygpt.train.branch)
 
     def __call__(self, slot: executors.Slot):
         # several runs at once: status lines, no progress bars; the slot's device, when it has one
@@ -271,7 +291,16 @@ class RunJob:
         t0, did = time.perf_counter(), []
         try:
             if not finished(self.run):
-                how = train(self.run, options, self.settings, self.data_dir, self.out_root, self.shape, slot.threads)
+                how = train(
+                    self.run,
+                    options,
+                    self.settings,
+                    self.data_dir,
+                    self.out_root,
+                    self.shape,
+                    slot.threads,
+                    **self.shared,
+                )
                 did.append(f"{how} {duration_since(t0)}")
             t1 = time.perf_counter()
             measure(self.run, options, self.settings, slot.threads)
@@ -283,53 +312,23 @@ class RunJob:
         return ", ".join(did), time.perf_counter() - t0
 
 
-def cluster_engine(options: CompareOptions, report_dir: Path):
-    """The Ray or Slurm engine of --executor (None for this machine).
-
-    Raises:
-        CompareError: a missing extra, an unreachable --ray-address, a setting submitit refuses (one line).
-    """
-    made = None  # submitit makes its log folder at once: the topmost folder it makes is removed after a refusal
-    for folder in (report_dir, *report_dir.parents):
-        if folder.exists():
-            break
-        made = folder
-    try:
-        if options.executor == "ray":
-            slot = executors.Slot(options.threads or 1, options.device, options.ray_gpus)
-            return executors.RayEngine(options.ray_address, slot, HERE)
-        if options.executor == "slurm":
-            options = executors.SlurmOptions(
-                partition=options.slurm_partition,
-                time_minutes=options.slurm_time,
-                gpus=options.slurm_gpus,
-                cpus=options.slurm_cpus,
-                params=executors.parse_slurm_params(options.slurm_param),
-                cluster="local" if options.slurm_cluster == "local" else "slurm",
-            )
-            return executors.SlurmEngine(report_dir.resolve() / "slurm", options, HERE)
-    except executors.RunFailed as e:
-        if made is not None and made.is_dir():
-            shutil.rmtree(made)
-        raise CompareError(str(e)) from None
-    return None
-
-
-def run_at_once(engine, runs, todo, options: CompareOptions, settings, data_dir, out_root, shape) -> None:
-    """Train and measure the runs of ``todo`` on ``engine`` (several at once); a status line as each ends.
+def run_at_once(engine, runs, todo, options, settings, data_dir, out_root, shape, trunks=None, pending=()) -> None:
+    """Train and measure the runs of ``todo`` on ``engine`` (several at once); a status line as each ends (and
+    "done before" for the runs neither in ``todo`` nor ``pending``); ``trunks``: storygpt.train.branch.plan's.
 
     Raises:
         RunsFailed: some runs failed (each named, with its log, as it ended); the others finished.
     """
     for i, run in enumerate(runs, 1):
-        if run not in todo:
+        if run not in todo and run not in pending:
             print(status_line(i, len(runs), run, "done before"), flush=True)
     absolute = engine.name != "local"  # Ray workers and Slurm jobs start elsewhere: no relative paths
     jobs, position = [], {}
     for run in todo:
         r = replace(run, folder=run.folder.resolve(), log=run.log.resolve()) if absolute else run
         d, o = (data_dir.resolve(), out_root.resolve()) if absolute else (data_dir, out_root)
-        jobs.append(executors.Job(run.label, r.log, RunJob(r, options, settings, d, o, shape_for(run, shape))))
+        shared = branch.shared_args(runs, trunks or {}, runs.index(run))
+        jobs.append(executors.Job(run.label, r.log, RunJob(r, options, settings, d, o, shape_for(run, shape), shared)))
         position[id(jobs[-1])] = (runs.index(run) + 1, run)
     print(f"training {len(todo)} run{'s' if len(todo) != 1 else ''} ({engine.name})", flush=True)
 
@@ -425,6 +424,8 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
         check_compared(texts, specs, budget_values, sizes)
         for run in runs:
             check_run_folder(run, settings)
+        schedule = pretrain_setting(pretrain_args, "--schedule", settings.recipe_parts.get("schedule", "cosine"))
+        trunks, unshared = branch.plan(runs, budget_key, schedule)  # issue 45: budgets that branch
         if options.dry_run:  # the plan, its FLOPs and time; nothing written
             from storygpt.compare.preflight import show_plan
 
@@ -481,10 +482,17 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
                 print(line, flush=True)
             if len(slots) > 1:
                 engine = executors.LocalEngine(slots)
-        if engine is not None:
-            run_at_once(engine, runs, todo, options, settings, data_dir, out_root, shape)
+        if engine is not None:  # the trunks first, then their branches (written by the trunks)
+            first = [r for k, r in enumerate(runs) if k in trunks and r in todo]
+            parts = [first, [r for r in todo if r not in first]] if first else [todo]
+            for n, part in enumerate(parts):  # an engine ends with its jobs: the branches get a new one
+                if n:
+                    engine = (
+                        executors.LocalEngine(slots) if engine.name == "local" else cluster_engine(options, report_dir)
+                    )
+                run_at_once(engine, runs, part, options, settings, data_dir, out_root, shape, trunks, todo)
 
-        for i, run in enumerate(runs, 1):
+        for i, run in sorted(enumerate(runs, 1), key=lambda p: p[0] - 1 not in trunks):  # trunks first
             if engine is not None:
                 break
             t0 = time.perf_counter()
@@ -498,7 +506,8 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
                 if prepare_data(run, options, settings, data_dir):
                     did.append(f"data {duration_since(t1)}")
                 t1 = time.perf_counter()
-                how = train(run, options, settings, data_dir, out_root, shape_for(run, shape), threads)
+                shared = branch.shared_args(runs, trunks, i - 1)
+                how = train(run, options, settings, data_dir, out_root, shape_for(run, shape), threads, **shared)
                 did.append(f"{how} {duration_since(t1)}")
             t1 = time.perf_counter()
             measure(run, options, settings, threads)
@@ -514,6 +523,8 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             options, settings, report, corpus, data_dir, shape, results, argv, seeds, budget_values, HERE
         )
         meta.notes += [n.removeprefix("warning: ") for n in notes]
+        if trunks or unshared:
+            meta.notes.append(unshared or branch.shared_note([r.folder for r in runs], sum(map(len, trunks.values()))))
         if sizes:
             meta.model = f"sizes {', '.join(sizes)} (pretrain.py presets; SPEC@SIZE in the tables)"
         from storygpt.compare import frontier

@@ -174,6 +174,7 @@ class Live:
     batch_rng: np.random.Generator
     metrics: MetricsLog | None = None
     bar: object | None = None  # a tqdm bar or None
+    before_step: Callable[[Run, Live], None] | None = None  # called before each optimizer step (storygpt.train.branch)
 
 
 def build_optimizer(model: torch.nn.Module, optim: OptimConfig) -> torch.optim.Optimizer:
@@ -436,6 +437,8 @@ def run(r: Run, live: Live) -> TrainState:
             continue  # a signal during the evaluation or the save stops the run here
         if reason:
             break
+        if live.before_step is not None:
+            live.before_step(r, live)
         t_step, cpu_step = time.perf_counter(), time.process_time()
         loss, norm, lr = train_step(r, live, r.budgets.progress(state))
         seconds = time.perf_counter() - t_step

@@ -317,7 +317,7 @@ def train(r: Run, live: Live, options: Options, threads: int, dtype, fresh: bool
         live.metrics = MetricsLog(r.files.metrics, open_trackers(r, options.log, None if fresh else state.step))
         live.metrics.open(None if fresh else state.step, state.evaluated)
         if fresh:
-            for p in (r.files.ckpt, r.files.best, r.files.summary):
+            for p in (r.files.ckpt, r.files.best, r.files.summary, r.files.folder / "branch.json"):  # branch.py
                 p.unlink(missing_ok=True)
         m, (emb, non_emb) = r.meta, r.params
         r.log(
