@@ -9,8 +9,9 @@
 namespace storygpt {
 
 Backtracker::Backtracker(const MergeTable& table, const std::array<uint32_t, 256>& byte_ids, size_t vocab_size)
-    : merges_(table), byte_ids_(byte_ids), tokens_(vocab_size) {
+    : merges_(table), byte_ids_(byte_ids), ext_(vocab_size), int_(vocab_size), tokens_(vocab_size) {
     for (uint32_t id : byte_ids) tokens_[id].length = 1;
+    for (size_t id = 0; id < vocab_size; ++id) ext_[id] = int_[id] = static_cast<uint32_t>(id);
 }
 
 std::unique_ptr<Backtracker> Backtracker::build(const MergeTable& table, const std::vector<MergeRule>& merges,
@@ -26,6 +27,7 @@ std::unique_ptr<Backtracker> Backtracker::build(const MergeTable& table, const s
     bt->build_pair_filter(merges);
     if (!bt->find_trees(merges, vocab, why)) return nullptr;
     bt->build_trie(vocab);
+    bt->renumber(vocab);
     return bt;
 }
 
@@ -90,55 +92,125 @@ bool Backtracker::find_trees(const std::vector<MergeRule>& merges, const std::ve
     return true;
 }
 
-// Tokens in order of length, so that a token's prefixes that are tokens are
-// nodes already (numbered with their ids) when it is added.
-void Backtracker::build_trie(const std::vector<std::string_view>& vocab) {
-    std::vector<std::vector<uint32_t>> by_length;
-    size_t deep_edges = 0;
-    for (size_t id = 0; id < tokens_.size(); ++id) {
-        const uint32_t len = tokens_[id].length;
-        if (len < 2) continue;
-        if (by_length.size() <= len) by_length.resize(len + 1);
-        by_length[len].push_back(static_cast<uint32_t>(id));
-        deep_edges += len - 2;
+// Level by level over the tokens sorted by their bytes: at each length the
+// tokens that go on past it are grouped by their node (a node's tokens lie
+// together), and each group's next bytes, ascending, are the node's children.
+uint32_t Backtracker::place_children(const unsigned char* codes, size_t k, size_t& next_free) {
+    size_t pos = std::max<size_t>(next_free, codes[0]), used = 0;
+    bool first = true;
+    for (;; ++pos) {
+        if (nodes_.size() < pos + 257) nodes_.resize(std::max(pos + 257, nodes_.size() * 2));
+        if (nodes_[pos].check != kNone) {
+            ++used;
+            continue;
+        }
+        if (first) {
+            next_free = pos;
+            first = false;
+        }
+        const size_t base = pos - codes[0];
+        size_t i = 1;
+        while (i < k && nodes_[base + codes[i]].check == kNone) ++i;
+        if (i < k) continue;
+        if (used * 20 >= (pos - next_free + 1) * 19) next_free = pos;  // a dense stretch: start after it next time
+        return static_cast<uint32_t>(base);
     }
-    first_inner_node_ = static_cast<uint32_t>(tokens_.size());
-    shorter_.assign(tokens_.size(), kNone);
-    long_start_.assign(tokens_.size(), 0);
+}
+
+void Backtracker::build_trie(const std::vector<std::string_view>& vocab) {
+    const size_t n = tokens_.size();
+    shorter_.assign(n, kNone);
+    long_start_.assign(n, 0);
+    token_node_.assign(n, kNone);
     two_bytes_.assign(size_t(1) << 16, kNone);
-    unsigned bits = 4;
-    while ((size_t(1) << bits) < 2 * deep_edges + 2) ++bits;
-    edges_.assign(size_t(1) << bits, Edge{kNoEdge, kNone});
-    edge_mask_ = edges_.size() - 1;
-    edge_shift_ = 32 - bits;
-    uint32_t next_inner = first_inner_node_;
-    for (const auto& ids : by_length) {
-        for (uint32_t id : ids) {
-            const auto* p = reinterpret_cast<const unsigned char*>(vocab[id].data());
-            const size_t len = vocab[id].size();
-            if (len >= kLongToken) {
-                long_start_[id] = static_cast<uint32_t>(long_bytes_.size());
-                long_bytes_.append(vocab[id]);
-            }
-            uint32_t& shorter = shorter_[id];
-            shorter = byte_ids_[p[0]];
-            uint32_t& second = two_bytes_[p[0] << 8 | p[1]];
-            if (len == 2) {
-                second = id;
-                continue;
-            }
-            if (second == kNone) second = next_inner++;
-            uint32_t node = second;
-            for (size_t i = 2; i < len; ++i) {
-                if (node < first_inner_node_) shorter = node;
-                const uint32_t key = node << 8 | p[i];
-                size_t slot = edge_index(node, p[i]);
-                while (edges_[slot].key != kNoEdge && edges_[slot].key != key) slot = (slot + 1) & edge_mask_;
-                if (edges_[slot].key == kNoEdge) edges_[slot] = Edge{key, i + 1 == len ? id : next_inner++};
-                node = edges_[slot].child;
-            }
+    nodes_.assign(256, Node{kTop, 0, kNone});
+    std::vector<uint32_t> ids;  // the reachable tokens of two bytes or more, by bytes
+    for (size_t id = 0; id < n; ++id) {
+        if (tokens_[id].length < 2) continue;
+        ids.push_back(static_cast<uint32_t>(id));
+        const auto* p = reinterpret_cast<const unsigned char*>(vocab[id].data());
+        shorter_[id] = byte_ids_[p[0]];
+        if (vocab[id].size() >= kLongToken) {
+            long_start_[id] = static_cast<uint32_t>(long_bytes_.size());
+            long_bytes_.append(vocab[id]);
         }
     }
+    std::sort(ids.begin(), ids.end(),
+              [&](uint32_t a, uint32_t b) { return vocab[a] < vocab[b] || (vocab[a] == vocab[b] && a < b); });
+    auto byte_at = [&](uint32_t id, size_t i) { return static_cast<unsigned char>(vocab[id][i]); };
+    std::vector<uint32_t> at(ids.size());  // at[k]: the node of ids[k]'s first `len` bytes
+    for (size_t k = 0; k < ids.size(); ++k) {
+        uint32_t& slot = two_bytes_[byte_at(ids[k], 0) << 8 | byte_at(ids[k], 1)];
+        if (slot == kNone) {
+            slot = static_cast<uint32_t>(nodes_.size());
+            nodes_.push_back(Node{kTop, 0, kNone});
+        }
+        at[k] = slot;
+    }
+    size_t next_free = nodes_.size();
+    std::vector<unsigned char> codes;
+    for (size_t len = 2; !ids.empty(); ++len) {
+        for (size_t k = 0; k < ids.size(); ++k)  // the tokens of len bytes name their nodes
+            if (vocab[ids[k]].size() == len) {
+                Node& node = nodes_[at[k]];
+                if (node.token == kNone) node.token = ids[k];  // first id of these bytes (as the merge loop's table)
+                token_node_[ids[k]] = at[k];
+            }
+        size_t kept = 0;
+        for (size_t k = 0; k < ids.size(); ++k) {
+            if (vocab[ids[k]].size() == len) continue;
+            if (nodes_[at[k]].token != kNone) shorter_[ids[k]] = nodes_[at[k]].token;
+            ids[kept] = ids[k];
+            at[kept++] = at[k];
+        }
+        ids.resize(kept);
+        at.resize(kept);
+        for (size_t k = 0; k < ids.size();) {  // one parent's group: its children's bytes, then their slots
+            size_t end = k;
+            codes.clear();
+            for (; end < ids.size() && at[end] == at[k]; ++end)
+                if (codes.empty() || codes.back() != byte_at(ids[end], len)) codes.push_back(byte_at(ids[end], len));
+            const uint32_t parent = at[k];
+            const uint32_t base = place_children(codes.data(), codes.size(), next_free);
+            nodes_[parent].base = base;
+            for (unsigned char c : codes) nodes_[base + c] = Node{parent, 0, kNone};
+            for (; k < end; ++k) at[k] = base + byte_at(ids[k], len);
+        }
+    }
+}
+
+void Backtracker::renumber(const std::vector<std::string_view>& vocab) {
+    const size_t n = tokens_.size();
+    std::vector<uint32_t> order(n);  // own id -> vocabulary id: reachable ones by length and bytes, the rest after
+    for (size_t id = 0; id < n; ++id) order[id] = static_cast<uint32_t>(id);
+    auto length = [&](uint32_t id) { return tokens_[id].length == 0 ? SIZE_MAX : vocab[id].size(); };
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        const size_t la = length(a), lb = length(b);
+        if (la != lb) return la < lb;
+        return la != SIZE_MAX && vocab[a] != vocab[b] ? vocab[a] < vocab[b] : a < b;
+    });
+    std::vector<uint32_t> own(n);
+    for (size_t k = 0; k < n; ++k) own[order[k]] = static_cast<uint32_t>(k);
+    auto map = [&](uint32_t id) { return id == kNone ? kNone : own[id]; };
+    std::vector<Token> tokens(n);
+    std::vector<uint32_t> shorter(n), long_start(n), token_node(n);
+    for (size_t id = 0; id < n; ++id) {
+        Token t = tokens_[id];
+        t.left = map(t.left);
+        t.right = map(t.right);
+        tokens[own[id]] = t;
+        shorter[own[id]] = map(shorter_[id]);
+        long_start[own[id]] = long_start_[id];
+        token_node[own[id]] = token_node_[id];
+    }
+    tokens_.swap(tokens);
+    shorter_.swap(shorter);
+    long_start_.swap(long_start);
+    token_node_.swap(token_node);
+    for (Node& node : nodes_) node.token = map(node.token);
+    for (uint32_t& id : byte_ids_) id = own[id];
+    ext_.swap(order);
+    int_.swap(own);
 }
 
 // Unwinds the two merge trees from the top, in the reverse of the order in
@@ -173,19 +245,20 @@ uint32_t Backtracker::longest_match(const unsigned char* p, size_t n, uint32_t h
     size_t i;
     if (hint != kNone && tokens_[hint].length >= kLongToken && tokens_[hint].length <= n &&
         std::memcmp(p, long_bytes_.data() + long_start_[hint], tokens_[hint].length) == 0) {
-        best = node = hint;
+        best = hint;
+        node = token_node_[hint];
         i = tokens_[hint].length;
     } else {
         if (n == 1) return best;
         node = two_bytes_[p[0] << 8 | p[1]];
         if (node == kNone) return best;
-        if (node < first_inner_node_) best = node;
+        if (nodes_[node].token != kNone) best = nodes_[node].token;
         i = 2;
     }
     for (; i < n; ++i) {
-        node = deep_child(node, p[i]);
+        node = child(node, p[i]);
         if (node == kNone) break;
-        if (node < first_inner_node_) best = node;
+        if (nodes_[node].token != kNone) best = nodes_[node].token;
     }
     return best;
 }
@@ -206,7 +279,7 @@ void Backtracker::encode(const unsigned char* p, size_t n, std::vector<uint32_t>
             continue;
         }
         const size_t end = pos + tokens_[token].length;
-        if ((open[end >> 6] >> (end & 63) & 1) && (out.size() == base || valid_pair(out.back(), token))) {
+        if ((open[end >> 6] >> (end & 63) & 1) && (out.size() == base || valid(out.back(), token))) {
             out.push_back(token);
             pos = end;
             if (pos < n) token = match = longest_match(p + pos, n - pos, match);
@@ -214,6 +287,7 @@ void Backtracker::encode(const unsigned char* p, size_t n, std::vector<uint32_t>
             token = shorter_[token];
         }
     }
+    for (size_t k = base; k < out.size(); ++k) out[k] = ext_[out[k]];  // the vocabulary's ids
 }
 
 }  // namespace storygpt

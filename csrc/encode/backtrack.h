@@ -56,7 +56,7 @@ class Backtracker {
 
     // True when the merge loop on bytes(a) + bytes(b) gives [a, b]; a and b
     // must be reachable tokens.
-    bool valid_pair(uint32_t a, uint32_t b) const { return find(a, b) == MergeTable::kNoMerge && border_holds(a, b); }
+    bool valid_pair(uint32_t a, uint32_t b) const { return valid(int_[a], int_[b]); }
 
    private:
     static constexpr uint32_t kNone = UINT32_MAX;
@@ -81,8 +81,9 @@ class Backtracker {
     // word instead of one bit (same size, same one load): fewer false hits,
     // hence fewer probes of the 8 MiB merge table; 100,000 random letters
     // with cl100k ~8% faster (docs/performance.md, "Pathological inputs").
+    // Takes the Backtracker's own ids (see renumber).
     uint64_t find(uint32_t left, uint32_t right) const {
-        const uint64_t key = pair_key(left, right);
+        const uint64_t key = pair_key(ext_[left], ext_[right]);
         const uint64_t mask = filter_mask(key);
         if ((pair_filter_[filter_word(key)] & mask) != mask) return MergeTable::kNoMerge;
         return merges_.find(key);
@@ -94,6 +95,13 @@ class Backtracker {
     }
     void build_pair_filter(const std::vector<MergeRule>& merges);
 
+    // valid_pair on the Backtracker's own ids.
+    bool valid(uint32_t a, uint32_t b) const { return find(a, b) == MergeTable::kNoMerge && border_holds(a, b); }
+    // Gives the tokens ids of their own, in order of length and then bytes,
+    // so that the tokens a text uses lie together in tokens_ and shorter_
+    // (the short ones of random letters in some 100 KiB instead of spread
+    // over the vocabulary's 1.6 MiB); encode maps them back (ext_).
+    void renumber(const std::vector<std::string_view>& vocab);
     // True when the merge loop on bytes(a) + bytes(b) never merges across
     // their border before it has made a and b.
     bool border_holds(uint32_t a, uint32_t b) const;
@@ -105,39 +113,38 @@ class Backtracker {
 
     const MergeTable& merges_;
     std::array<uint32_t, 256> byte_ids_;
-    std::vector<Token> tokens_;         // by id
+    std::vector<uint32_t> ext_, int_;   // own id -> the vocabulary's, and back
+    std::vector<Token> tokens_;         // by (own) id
     std::vector<uint32_t> shorter_;     // by id: the longest reachable token that is a proper prefix
     std::vector<uint32_t> long_start_;  // by id, tokens of kLongToken bytes or more: where long_bytes_ holds them
     std::string long_bytes_;
     std::vector<uint64_t> pair_filter_;
     unsigned filter_shift_ = 0;
-    // A byte trie of the reachable tokens.  A node that spells a reachable
-    // token is numbered with its id, any other from vocab size up.  The nodes
-    // of one byte are the byte ids, those of two bytes in an array, deeper
-    // ones through a table of edges keyed by parent node << 8 | byte (linear
-    // probing, at most half full).
-    struct Edge {
-        uint32_t key, child;
+    // A byte trie of the reachable tokens.  The nodes of one byte are the
+    // byte ids, those of two bytes in an array (two_bytes_), deeper ones in a
+    // double array (Aoe 1989): node s's child for byte c is slot
+    // nodes_[s].base + c when that slot's check is s.  Slots are given out
+    // level by level (breadth first), so the few thousand nodes of three to
+    // five bytes that most look-ups pass lie together in some 100 KiB instead
+    // of spread over a hash table of 8 MiB: the walk's loads hit L2 (random
+    // letters with cl100k: docs/performance.md, "Pathological inputs").
+    struct Node {
+        uint32_t check = kNone;  // the parent's slot; kNone: free; kTop: a node of two bytes (or slots 0-255)
+        uint32_t base = 0;       // 0: no children (slots 0-255 are never children)
+        uint32_t token = kNone;  // the reachable token this node spells, or kNone
     };
-    static constexpr uint32_t kNoEdge = UINT32_MAX;  // no key: nodes stay below 2**24 - 1
-    // A node's edges start at one hashed slot plus the byte: the edges of one
-    // node lie together, and the few nodes near the root that most look-ups
-    // pass hold few cache lines.
-    size_t edge_index(uint32_t node, unsigned char byte) const {
-        return (((node * 0x9E3779B1u) >> edge_shift_) + byte) & edge_mask_;
+    static constexpr uint32_t kTop = UINT32_MAX - 1;
+    uint32_t child(uint32_t node, unsigned char byte) const {
+        const uint32_t slot = nodes_[node].base + byte;
+        return nodes_[slot].check == node ? slot : kNone;
     }
-    uint32_t deep_child(uint32_t node, unsigned char byte) const {
-        const uint32_t key = node << 8 | byte;
-        for (size_t i = edge_index(node, byte);; i = (i + 1) & edge_mask_) {
-            if (edges_[i].key == key) return edges_[i].child;
-            if (edges_[i].key == kNoEdge) return kNone;
-        }
-    }
-    uint32_t first_inner_node_;        // nodes below it are reachable tokens
-    std::vector<uint32_t> two_bytes_;  // [b0 << 8 | b1] -> node, or kNone
-    std::vector<Edge> edges_;
-    size_t edge_mask_ = 0;
-    unsigned edge_shift_ = 0;
+    // Gives the children (bytes `codes`, ascending, k >= 1) slots that are
+    // free; returns their base.  `next_free`: where the search starts (first
+    // fit from the lowest free slot, moved on past dense stretches).
+    uint32_t place_children(const unsigned char* codes, size_t k, size_t& next_free);
+    std::vector<Node> nodes_;           // at least base + 256 slots for every base
+    std::vector<uint32_t> two_bytes_;   // [b0 << 8 | b1] -> slot, or kNone
+    std::vector<uint32_t> token_node_;  // by id, tokens of kLongToken bytes or more: their slot
 };
 
 }  // namespace storygpt
