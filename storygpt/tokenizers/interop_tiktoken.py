@@ -82,6 +82,29 @@ def read_rank_file(path: str | os.PathLike) -> dict[bytes, int]:
     return ranks
 
 
+def get_encoding(name: str):
+    """``tiktoken.get_encoding(name)`` (the name checked first), its download failure as one line.
+
+    Raises:
+        ImportError: tiktoken is not installed.
+        InteropError: an unknown name (the known ones listed); OpenAI's files neither cached nor downloadable
+            (the reason's first line, whether ``TIKTOKEN_CACHE_DIR`` is set).
+    """
+    tiktoken = require("tiktoken", f"tiktoken:{name}")
+    name = check_tiktoken_name(name)
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as e:  # requests' / urllib3's connection errors, a bad cache file, ...
+        if isinstance(e, (ValueError, KeyError)) and "Unknown encoding" in str(e):
+            raise
+        cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+        where = f"TIKTOKEN_CACHE_DIR={cache} does not hold them" if cache else "TIKTOKEN_CACHE_DIR is not set"
+        raise InteropError(
+            f"tiktoken:{name} needs OpenAI's BPE files, downloaded on first use, and the download failed "
+            f"({type(e).__name__}: {first_line(e)}); {where} (docs/tokenizers.md: using tiktoken offline)"
+        ) from None
+
+
 def read_tiktoken(
     name_or_path: str | os.PathLike,
     pattern: str | None = None,
@@ -110,25 +133,14 @@ def read_tiktoken(
             empty, repeats a rank or token, or lacks single bytes (file named).
         FileNotFoundError: a path that does not exist; IsADirectoryError: a folder.
     """
-    tiktoken = require("tiktoken", "importing a tiktoken vocabulary (tiktoken:NAME, interop.from_tiktoken)")
+    require("tiktoken", "importing a tiktoken vocabulary (tiktoken:NAME, interop.from_tiktoken)")
     s = os.fspath(name_or_path)
     if is_rank_file_path(s):
         ranks = read_rank_file(s)
         specials = special_tokens if special_tokens is not None else {EOT: len(ranks)}
         return BPEParts(pattern or "gpt2", specials, ranks=ranks, source=s, error=InteropError)
-    name = check_tiktoken_name(s)
-    try:
-        enc = tiktoken.get_encoding(name)
-    except Exception as e:  # requests' / urllib3's connection errors, a bad cache file, ...
-        if isinstance(e, (ValueError, KeyError)) and "Unknown encoding" in str(e):
-            raise
-        cache = os.environ.get("TIKTOKEN_CACHE_DIR")
-        where = f"TIKTOKEN_CACHE_DIR={cache} does not hold them" if cache else "TIKTOKEN_CACHE_DIR is not set"
-        reason = first_line(e)
-        raise InteropError(
-            f"tiktoken:{name} needs OpenAI's BPE files, downloaded on first use, and the download failed "
-            f"({type(e).__name__}: {reason}); {where} (docs/tokenizers.md: using tiktoken offline)"
-        ) from None
+    enc = get_encoding(s)
+    name = enc.name
     specials = special_tokens if special_tokens is not None else dict(enc._special_tokens)
     if pattern is None:
         names = [n for n, p in TEXT_PATTERNS.items() if p == enc._pat_str]

@@ -309,3 +309,24 @@ def test_data_py_tokenizer_file_is_reused_not_retrained(tmp_path, monkeypatch):
     tok2, _, _, how2 = tokens_run.make_tokenizer("bpe:300", plan)
     assert len(calls) == 1 and how2 == f"trained on {folder / 'train.txt'}"
     assert tok2.encode_ordinary(probe) != other.encode_ordinary(probe)
+
+
+def test_tiktoken_offline_is_one_line_naming_the_cache(monkeypatch, tmp_path):
+    """A new user's finding: tokens.py tiktoken:gpt2 offline printed urllib3's raw error; now the one line
+    data.py gives, the whole first line of the reason kept (storygpt.tokenizers.interop_tiktoken.get_encoding)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from storygpt.eval import tokens_run
+    from storygpt.tokenizers.interop_base import InteropError
+
+    url = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe"
+
+    def offline(name):
+        raise ConnectionError(f"Max retries exceeded with url: {url} (Name or service not known)\nsecond line")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    with pytest.raises(InteropError) as e:
+        tokens_run.make_tokenizer("tiktoken:gpt2", plan=None)
+    msg = str(e.value)
+    assert "\n" not in msg and url in msg and f"TIKTOKEN_CACHE_DIR={tmp_path} does not hold them" in msg
+    assert msg.startswith("tiktoken:gpt2 needs OpenAI's BPE files")
