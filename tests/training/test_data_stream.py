@@ -56,16 +56,17 @@ def pinned_corpus_bytes() -> bytes:
 
 # sha256 of the files the in-memory data.py (main before streaming, 4f4ad1b) wrote for
 # `data.py [--bpe --vocab-size 400 | --vocab-size 120] --train-file pinned.txt --threads 1`;
-# token files: the ids after the 64-byte header (the header gained a checksum since).
+# token files: the ids after the 64-byte header (the header gained a checksum since). The word files, asked
+# for 120 (38 distinct words and specials), are named word-38 since data.py names them by the size they have.
 PINNED = {
     "train.txt": "4ae11a7a85d692d649cefe4e54c548bed42a701a2d424ecad7921cd542f0ff2e",
     "valid.txt": "25d102310c975b891999cf0953598baa708c7d47304225ef66ae01c9bc6ab990",
     "tokenizer-bpe-400.json": "46d711ae9abf69ae6890694a6c1fcdf12d31a13a7321ba717e945c2c028d17fe",
-    "tokenizer-word-120.json": "6f1da222d90f0d8d369f33e2f4166686cd969426095ded084bea4448a2623d1b",
+    "tokenizer-word-38.json": "6f1da222d90f0d8d369f33e2f4166686cd969426095ded084bea4448a2623d1b",
     "train-bpe-400.bin": "c63317995ef46e1f9020d1accb6c98a072eedece8686d8aa6370e589d8a42d76",
     "valid-bpe-400.bin": "608057017e7d18cd66e14369d55d647277fefcb094fb4b69948e308bef7731d4",
-    "train-word-120.bin": "ba4789980cad798c73331c398e9ecb38f4d98f4ff0a03dc968b2ee9d627800af",
-    "valid-word-120.bin": "478acd18523e1a2255d3c17610c31aa2afab6808a32c4cd397dc89cecfc5a9f1",
+    "train-word-38.bin": "ba4789980cad798c73331c398e9ecb38f4d98f4ff0a03dc968b2ee9d627800af",
+    "valid-word-38.bin": "478acd18523e1a2255d3c17610c31aa2afab6808a32c4cd397dc89cecfc5a9f1",
 }
 
 TRICKY = [
@@ -275,11 +276,11 @@ def test_pretrain_refuses_a_corrupt_token_file_naming_it(tmp_path):
     src.write_bytes(pinned_corpus_bytes())
     assert data_py("--train-file", src, "--out", tmp_path, "--quiet", "--vocab-size", "120").returncode == 0
     folder = tmp_path / "pinned"
-    path = folder / "train-word-120.bin"
+    path = folder / "train-word-38.bin"
     raw = bytearray(path.read_bytes())
     raw[HEADER_SIZE + 2 * 10] ^= 0x02
     path.write_bytes(bytes(raw))
-    with pytest.raises(RunError, match=r"train-word-120.bin: checksum mismatch"):
+    with pytest.raises(RunError, match=r"train-word-38.bin: checksum mismatch"):
         load_data(folder, parse_spec("word:120"), 8)
 
 
@@ -455,8 +456,8 @@ def test_verify_checks_token_files_against_the_documents(tmp_path, capsys):
     bpe = verify.check_split(folder, "bpe-300", "train")
     assert bpe == {"documents": 36, "checked": 36, "tokens": read_tokens(folder / "train-bpe-300.bin").size,
                    "lossless": True}  # fmt: skip
-    assert verify.check_split(folder, "word-120", "valid")["lossless"] is False
-    assert verify.main([str(folder), "word-120", "--quiet"]) == 0
+    assert verify.check_split(folder, "word-38", "valid")["lossless"] is False
+    assert verify.main([str(folder), "word-38", "--quiet"]) == 0
     assert "valid: " in capsys.readouterr().out
     # documents swapped in the text file: caught, the document named
     docs = corpora.read_documents(folder / "valid.txt")
