@@ -141,6 +141,7 @@ def step_commands(step: str, corpus: Path, tag: str, work: Path, args) -> list[s
             "--reports-dir", str(work / "reports"), "--report", tag,
             "--budget-tokens", str(args.compare_tokens), "--bits-chars", str(args.bits_chars),
             "--perturb", "none", "--threads", str(args.threads), "--jobs", "1",
+            "--eval-interval", str(args.max_steps),
         ]  # fmt: skip
     raise AssertionError(step)
 
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the document orders (default 0)")
     p.add_argument("--max-steps", type=int, default=20, help="pretrain.py optimizer steps (default 20)")
     p.add_argument("--bits-chars", type=int, default=200_000, help="held-out characters bits.py measures")
-    p.add_argument("--compare-tokens", type=int, default=100_000, help="compare.py training tokens per run")
+    p.add_argument("--compare-tokens", type=int, default=40_000, help="compare.py training tokens per run")
     p.add_argument("--threads", type=int, default=1, help="torch threads of pretrain, bits, compare (default 1)")
     p.add_argument("--json", type=Path, default=None, help="results file (default WORKDIR/gigabyte.json)")
     args = p.parse_args(argv)

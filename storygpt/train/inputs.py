@@ -93,9 +93,9 @@ def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int, 
         SetNameError: an ``eval_sets`` name that is already one of the held-out works' names.
     """
     from storygpt.data.evalsets import default_groups, heldout_work_names
-    from storygpt.eval.bits import read_documents, take_characters
+    from storygpt.eval.bits import read_characters
 
-    docs = take_characters(read_documents(valid_txt), eval_chars)
+    docs = read_characters(valid_txt, eval_chars)
     groups = default_groups(len(docs), heldout_work_names(valid_txt.parent, len(docs)))
     held = {name for name, _ in groups}
     for s in eval_sets:  # one name per figure in metrics.jsonl: an --eval set must not replace a held-out one
