@@ -16,7 +16,8 @@ runs, each as a subprocess of this script:
 * ``bits``: ``bits.py`` on the first ``--bits-chars`` characters of the held-out split;
 * ``compare``: ``compare.py byte bpe:8192`` at ``--compare-tokens`` training tokens per run, on the
   same corpus folder (bpe:8192's files are data.py's from the ``data`` step, so compare prepares only
-  ``byte``).
+  ``byte``; in a ``--workdir`` where an earlier invocation made them, byte's files are reused too and
+  the row says so: ``byte_prepared_by_compare`` false).  Its run folders are new for each invocation.
 
 Per step it reports wall seconds, CPU seconds (user + system of the step and every process it
 waited for, from ``os.wait4``), peak resident set (``ru_maxrss`` from ``os.wait4``: the largest of
@@ -115,8 +116,9 @@ def run_step(name: str, argv: list[str], log: Path) -> dict:
     }
 
 
-def step_commands(step: str, corpus: Path, tag: str, work: Path, args) -> list[str]:
-    """The command line of ``step`` for the corpus file ``corpus`` (folder name ``tag``)."""
+def step_commands(step: str, corpus: Path, tag: str, work: Path, args, stamp: str) -> list[str]:
+    """The command line of ``step`` for the corpus file ``corpus`` (folder name ``tag``); ``stamp`` names
+    this invocation's compare.py run folders, so that compare never finds finished runs to skip."""
     py = sys.executable
     data_root = work / "data"
     data_dir = data_root / tag
@@ -137,8 +139,8 @@ def step_commands(step: str, corpus: Path, tag: str, work: Path, args) -> list[s
     if step == "compare":
         return [
             py, "compare.py", "byte", "bpe:8192", "--train-file", str(corpus), "--name", tag,
-            "--data-root", str(data_root), "--out-dir", str(work / "compare" / tag),
-            "--reports-dir", str(work / "reports"), "--report", tag,
+            "--data-root", str(data_root), "--out-dir", str(work / "compare" / f"{tag}-{stamp}"),
+            "--reports-dir", str(work / "reports"), "--report", f"{tag}-{stamp}",
             "--budget-tokens", str(args.compare_tokens), "--bits-chars", str(args.bits_chars),
             "--perturb", "none", "--threads", str(args.threads), "--jobs", "1",
             "--eval-interval", str(args.max_steps),
@@ -190,6 +192,7 @@ def main(argv=None) -> int:
     out_json = args.json or work / "gigabyte.json"
 
     source_docs = read_documents(args.source)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
     results = {
         "machine": {
             "cpu": _cpu_model(),
@@ -211,8 +214,11 @@ def main(argv=None) -> int:
             print(f"[{label}] wrote {corpus} ({n:,} bytes, {time.perf_counter() - t0:.1f} s)", flush=True)
         size = corpus.stat().st_size
         for step in steps:
-            argv_ = step_commands(step, corpus, tag, work, args)
-            row = run_step(step, argv_, work / "logs" / f"{tag}-{step}.log")
+            argv_ = step_commands(step, corpus, tag, work, args, stamp)
+            cold = not (work / "data" / tag / "train-byte.bin").exists()  # compare prepares byte itself
+            row = run_step(step, argv_, work / "logs" / f"{tag}-{step}-{stamp}.log")
+            if step == "compare":
+                row["byte_prepared_by_compare"] = cold
             row.update(
                 size=label,
                 size_bytes=size,

@@ -198,6 +198,28 @@ def payload_crc32(path: str | os.PathLike, block_bytes: int = CHECK_BLOCK_BYTES)
     return crc
 
 
+def max_id(path: str | os.PathLike, block_bytes: int = CHECK_BLOCK_BYTES) -> int | None:
+    """The largest id in a token file (None when it holds none), read in blocks like
+    :func:`payload_crc32`: ``read_tokens(path).max()`` would make every page of the memmap resident.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_header`.
+    """
+    header = read_header(path)
+    dtype = np.dtype(header["dtype"])
+    block_bytes -= block_bytes % dtype.itemsize
+    best = None
+    buf = bytearray(block_bytes)
+    with open(path, "rb") as f:
+        f.seek(HEADER_SIZE)
+        while n := f.readinto(buf):
+            ids = np.frombuffer(buf, dtype=dtype, count=n // dtype.itemsize)
+            if len(ids):
+                m = int(ids.max())
+                best = m if best is None else max(best, m)
+    return best
+
+
 def verify_checksum(path: str | os.PathLike, header: dict | None = None) -> None:
     """Check that a token file's ids are the ones written (the header's crc32).
 

@@ -1,15 +1,18 @@
-"""The held-out slice and the training word counts are read streaming (issue 46: a gigabyte end to end).
+"""The held-out slice, the training word counts and the token files' largest id are read streaming
+(issue 46: a gigabyte end to end).
 
-Oracles: the whole-file readers they replace, ``take_characters(read_documents(path), n)`` and
-``Counter(words_of(all documents))``.
+Oracles: the whole-file readers they replace, ``take_characters(read_documents(path), n)``,
+``Counter(words_of(all documents))`` and the memmap's ``max()``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
+from storygpt.data.binfile import max_id, read_tokens, write_tokens
 from storygpt.data.corpora import read_documents
 from storygpt.eval import charloss
 from storygpt.eval.bits import read_characters, take_characters
@@ -58,3 +61,17 @@ def test_count_words_in_pieces_equals_whole_text(monkeypatch):
     monkeypatch.setattr(charloss, "_COUNT_PIECE", 3)  # cut at nearly every new line
     assert charloss.count_words(iter(docs)) == oracle
     assert oracle["longa"] == 6 and oracle["long"] == 1 and oracle["word"] == 1  # "_" is not part of a word
+
+
+@pytest.mark.parametrize("vocab", [300, 70_000])
+def test_max_id_in_blocks_equals_numpy_max(tmp_path, vocab):
+    ids = np.random.default_rng(vocab).integers(0, vocab, size=1001)
+    ids[777] = vocab - 1
+    path = tmp_path / "t.bin"
+    write_tokens(path, ids, "fp", vocab_size=vocab)
+    for block in (6, 7, 64, 1 << 20):  # blocks that end inside an id, and one block for all
+        assert max_id(path, block_bytes=block) == vocab - 1 == int(read_tokens(path).max())
+    write_tokens(path, ids[:500], "fp", vocab_size=vocab)
+    assert max_id(path, block_bytes=8) == int(ids[:500].max())
+    write_tokens(path, [], "fp", vocab_size=vocab)
+    assert max_id(path) is None
