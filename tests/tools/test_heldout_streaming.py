@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from storygpt.data.binfile import max_id, read_tokens, write_tokens
+from storygpt.data.binfile import iter_ids, max_id, read_tokens, write_tokens
 from storygpt.data.corpora import read_documents
 from storygpt.eval import charloss
 from storygpt.eval.bits import read_characters, take_characters
@@ -75,3 +75,18 @@ def test_max_id_in_blocks_equals_numpy_max(tmp_path, vocab):
     assert max_id(path, block_bytes=8) == int(ids[:500].max())
     write_tokens(path, [], "fp", vocab_size=vocab)
     assert max_id(path) is None
+
+
+def test_iter_ids_and_token_counts_equal_the_memmap(tmp_path, monkeypatch):
+    from storygpt.eval import vocab_health
+
+    ids = np.random.default_rng(1).integers(0, 300, size=1001)
+    path = tmp_path / "t.bin"
+    write_tokens(path, ids, "fp", vocab_size=300)
+    blocks = list(iter_ids(path, block_bytes=64))
+    assert [len(b) for b in blocks] == [32] * 31 + [9]
+    assert np.array_equal(np.concatenate(blocks), read_tokens(path))
+    monkeypatch.setattr(vocab_health, "CHUNK", 100)
+    assert np.array_equal(vocab_health.token_counts(path, 300), np.bincount(ids, minlength=300))
+    with pytest.raises(ValueError, match="outside the vocabulary of 200"):
+        vocab_health.token_counts(path, 200)
