@@ -229,11 +229,11 @@ def load_text(args, loaded) -> tuple[list[str], str]:
         ValueError: checkpoints trained on different held-out text without --text.
         FileNotFoundError: a missing --text file or validation split.
     """
-    from storygpt.eval.bits import read_documents, take_characters
+    from storygpt.eval.bits import read_characters
 
     n = args.chars if args.chars > 0 else None
     if args.text:
-        docs = take_characters(read_documents(args.text), n)
+        docs = read_characters(args.text, n)
         return docs, str(args.text)
     sources = []
     for path, (_, _, ckpt) in loaded.items():
@@ -254,7 +254,7 @@ def load_text(args, loaded) -> tuple[list[str], str]:
     for _path, _corpus, valid in sources:
         key = str(valid.resolve())
         if key not in texts:
-            texts[key] = take_characters(read_documents(valid), n)
+            texts[key] = read_characters(valid, n)
     if len(texts) > 1:
         first = texts[next(iter(texts))]
         if any(t != first for t in texts.values()):

@@ -164,11 +164,11 @@ def check_eval_names(eval_sets, data_dir: Path, bits_chars: int) -> None:
     if not eval_sets or not (data_dir / "valid.txt").is_file():
         return
     from storygpt.data.evalsets import read_eval_sets
-    from storygpt.eval.bits import read_documents, take_characters
+    from storygpt.eval.bits import read_characters
     from storygpt.eval.measure import texts_of
 
     valid = data_dir / "valid.txt"
-    held = {name for name, _ in texts_of(take_characters(read_documents(valid), bits_chars or None), valid)[0].sets}
+    held = {name for name, _ in texts_of(read_characters(valid, bits_chars or None), valid)[0].sets}
     for s in read_eval_sets(eval_sets):
         if s.name in held:
             raise CompareError(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,41 @@ def payload_crc32(path: str | os.PathLike, block_bytes: int = CHECK_BLOCK_BYTES)
         while n := f.readinto(buf):
             crc = zlib.crc32(view[:n], crc)
     return crc
+
+
+def iter_ids(path: str | os.PathLike, block_bytes: int = CHECK_BLOCK_BYTES) -> Iterator[np.ndarray]:
+    """The ids of a token file in blocks of about ``block_bytes`` (read, not memmapped, like
+    :func:`payload_crc32`: going through ``read_tokens(path)`` would leave every page it touched
+    resident).  Each block is a fresh array; together they are ``read_tokens(path)``.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_header`.
+    """
+    header = read_header(path)
+    dtype = np.dtype(header["dtype"])
+    per_block = max(block_bytes // dtype.itemsize, 1)
+    left = header["count"]
+    with open(path, "rb") as f:
+        f.seek(HEADER_SIZE)
+        while left > 0:
+            ids = np.fromfile(f, dtype=dtype, count=min(per_block, left))
+            if not len(ids):
+                return
+            left -= len(ids)
+            yield ids
+
+
+def max_id(path: str | os.PathLike, block_bytes: int = CHECK_BLOCK_BYTES) -> int | None:
+    """The largest id in a token file (None when it holds none), read in blocks (:func:`iter_ids`).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_header`.
+    """
+    best = None
+    for ids in iter_ids(path, block_bytes):
+        m = int(ids.max())
+        best = m if best is None else max(best, m)
+    return best
 
 
 def verify_checksum(path: str | os.PathLike, header: dict | None = None) -> None:

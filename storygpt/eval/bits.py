@@ -14,7 +14,7 @@ the window rule: docs/bits.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ def count_bytes(documents: Sequence[str]) -> int:
     return sum(len(d.encode("utf-8")) for d in documents) + max(len(documents) - 1, 0)
 
 
-def take_characters(documents: Sequence[str], n: int | None) -> list[str]:
+def take_characters(documents: Iterable[str], n: int | None) -> list[str]:
     """The first ``n`` characters of ``documents`` (counted as in :func:`count_characters`).
 
     The cut falls exactly after ``n`` characters, inside a document if need be
@@ -69,6 +69,31 @@ def take_characters(documents: Sequence[str], n: int | None) -> list[str]:
         if left == 0:
             break
     return out
+
+
+def read_characters(path, n: int | None) -> list[str]:
+    """``take_characters(read_documents(path), n)``, reading the file only up to its ``n``-th character.
+
+    The documents are streamed (:func:`storygpt.data.docstream.iter_documents`, 1 MiB blocks), so the
+    first ``n`` characters of a large held-out text cost memory for the documents they fall in, not
+    the file.
+    ``n=None``: the whole file, as :func:`read_documents` reads it.
+
+    Raises:
+        FileNotFoundError: no such file, or a folder.
+        ValueError: ``n`` not positive; the file empty, or not UTF-8 in the part read (byte offset named).
+    """
+    from storygpt.data.docstream import iter_documents
+
+    if n is None:
+        return take_characters(read_documents(path), None)
+    if n <= 0:
+        raise ValueError(f"the number of characters must be positive, got {n}")
+    docs = iter_documents(path)
+    try:
+        return take_characters(docs, n)
+    finally:
+        docs.close()  # the file is closed now, not when the generator is collected
 
 
 # --------------------------------------------------------------------------

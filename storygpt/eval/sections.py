@@ -57,7 +57,7 @@ def add_arguments(ap) -> None:
 def training_word_counts(meta_a: dict, meta_b: dict) -> tuple[dict | None, str]:
     """Word counts of the training text A and B were trained on (train.txt of their corpus folder), or
     None with the reason when it is missing or differs between them."""
-    from storygpt.eval.bits import read_documents
+    from storygpt.data.docstream import iter_documents
     from storygpt.eval.charloss import count_words
 
     da, db = meta_a.get("data_dir"), meta_b.get("data_dir")
@@ -67,7 +67,7 @@ def training_word_counts(meta_a: dict, meta_b: dict) -> tuple[dict | None, str]:
         ta, tb = Path(da) / "train.txt", Path(db) / "train.txt"
         if not tb.is_file() or ta.read_bytes() != tb.read_bytes():
             return None, "A and B were trained on different training texts"
-    return count_words(read_documents(Path(da) / "train.txt")), str(Path(da) / "train.txt")
+    return count_words(iter_documents(Path(da) / "train.txt")), str(Path(da) / "train.txt")
 
 
 def diff_section(name_a, name_b, texts, ma, mb, counts, block_chars, html_path, html_chars) -> tuple[str, dict]:

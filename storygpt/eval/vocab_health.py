@@ -27,12 +27,11 @@ def token_counts(path: str | Path, vocab_size: int) -> np.ndarray:
     Raises:
         FileNotFoundError, ValueError: see storygpt.data.read_tokens; ids outside the vocabulary.
     """
-    from storygpt.data import read_tokens
+    from storygpt.data.binfile import iter_ids
 
-    data = read_tokens(path, verify=False)
     counts = np.zeros(vocab_size, dtype=np.int64)
-    for i in range(0, len(data), CHUNK):
-        part = np.asarray(data[i : i + CHUNK], dtype=np.int64)
+    for block in iter_ids(path, CHUNK):  # read, not memmapped: the file's pages stay out of the RSS
+        part = block.astype(np.int64)
         if len(part) and int(part.max()) >= vocab_size:
             raise ValueError(f"{path}: id {int(part.max())} is outside the vocabulary of {vocab_size}")
         counts += np.bincount(part, minlength=vocab_size)

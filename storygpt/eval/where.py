@@ -247,9 +247,9 @@ def report_sections(runs: Sequence[tuple[str, object, Path]], out_dir: Path, dat
         train = Path(data_dir) / "train.txt" if data_dir else None
         counts = None
         if train is not None and train.is_file():
-            from storygpt.data.corpora import read_documents
+            from storygpt.data.docstream import iter_documents
 
-            counts = count_words(read_documents(train))
+            counts = count_words(iter_documents(train))
         sections.append(("attribution", lambda rs: attribution_section(rs, texts, counts, out_dir)))
     sections += [("robustness", robustness_section), ("vocab_health", health_section)]
     lines, doc = [], {}

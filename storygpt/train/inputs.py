@@ -94,9 +94,9 @@ def heldout_slice(tokenizer, valid_txt: Path, eval_chars: int, block_size: int, 
         SetNameError: an ``eval_sets`` name that is already one of the held-out works' names.
     """
     from storygpt.data.evalsets import default_groups, heldout_work_names
-    from storygpt.eval.bits import read_documents, take_characters
+    from storygpt.eval.bits import read_characters
 
-    docs = take_characters(read_documents(valid_txt), eval_chars)
+    docs = read_characters(valid_txt, eval_chars)
     groups = default_groups(len(docs), heldout_work_names(valid_txt.parent, len(docs)))
     held = {name for name, _ in groups}
     for s in eval_sets:  # one name per figure in metrics.jsonl: an --eval set must not replace a held-out one
@@ -156,6 +156,7 @@ def load_data(data_dir: Path, spec, block_size: int):
     """
     from storygpt.checkpoint import load_tokenizer
     from storygpt.data import read_tokens
+    from storygpt.data.binfile import max_id
 
     if data_dir.is_file():
         raise RunError(f"--data {show(data_dir)}: is a file, not a folder (give the corpus folder data.py wrote)")
@@ -176,7 +177,8 @@ def load_data(data_dir: Path, spec, block_size: int):
         raise RunError(f"{show(e.filename or train_path)}: is a folder, not a token file; run data.py again") from None
     except (OSError, ValueError) as e:
         raise RunError(str(e)) from None
-    if len(train) and int(train.max()) >= tokenizer.vocab_size:  # a corrupt body would crash the embedding
+    # a corrupt body would crash the embedding; read in blocks, so the memmap's pages stay out of memory
+    if len(train) and max_id(train_path) >= tokenizer.vocab_size:
         pos = int(np.argmax(train >= tokenizer.vocab_size))
         raise RunError(
             f"{show(train_path)}: token id {int(train[pos])} at position {pos:,} is outside the vocabulary "
