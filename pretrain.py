@@ -24,7 +24,7 @@ from storygpt.model.presets import PRESETS, preset
 from storygpt.tokenizers.registry import kind_help
 from storygpt.tokenizers.spec import SpecError, parse_spec
 from storygpt.train import tracking
-from storygpt.train.runfolder import Interrupted, RunError, RunFiles, locked, log_master
+from storygpt.train.runfolder import Interrupted, Paused, RunError, RunFiles, locked, log_master
 
 # Nothing above imports torch: a bad flag or an existing run folder is answered in a fraction of a second.
 # train_in imports the training modules (and with them torch) once the run is sure to start.
@@ -44,6 +44,7 @@ RESUME_OVERRIDABLE |= {
     "dry_run",
     "log",
     "branch",
+    "pause_after_branches",
 }
 
 
@@ -88,6 +89,13 @@ FLAGS = {
             "NAME=BUDGET: also leave the run folder NAME beside this one, a run of this budget kind at BUDGET "
             "(below this run's) paused at its decay start; pretrain.py --resume there trains its decay, the same "
             "run as one trained on that budget alone (repeatable; --schedule wsd only; docs/training.md)",
+        ),
+        (
+            "--pause-after-branches",
+            None,
+            False,
+            "with --branch: stop once every branch is written (before training past the last one's decay start), "
+            "a checkpoint written; --resume continues the run as if it had not stopped (compare.py --halving)",
         ),
     ],
     "model (a --preset fills these; flags given beside it win)": [
@@ -254,6 +262,11 @@ def main(argv: list[str] | None = None) -> dict:
     except Interrupted as e:
         log(f"interrupted: checkpoint written at step {e.args[0]} to {show(e.args[1])}; continue with --resume")
         raise SystemExit(130) from None
+    except Paused as e:
+        log(
+            f"paused after its branches: checkpoint written at step {e.args[0]} to {show(e.args[1])}; continue with --resume"
+        )
+        return {"paused_at_step": e.args[0], "folder": str(Path(e.args[1]).parent)}
     finally:
         dist.close()
 
@@ -393,8 +406,9 @@ def train_in(
     if ckpt is not None:
         resume.check_recipe(ckpt, files.ckpt, args.recipe, explicit)  # a run from before recipes is gpt2
         resume.check_stored_flags(ckpt, files.ckpt, build_parser(), RANGES)
-        given = vars(args)
+        given, pause = vars(args), args.pause_after_branches
         vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
+        args.pause_after_branches = pause  # an instruction to this session, never kept by the run
     with_budget(args)
     spec, data_dir = parse_spec(args.tokenizer), Path(args.data).resolve()
     before_step = None
@@ -483,8 +497,9 @@ def brancher_of(args, files: RunFiles, budgets, schedule: str, stored: dict):
         if folder.resolve() == files.folder.resolve():
             raise RunError(f"--branch {name}: that is this run's own folder")
         flags = {**stored, flag: value, "run_name": name, "run_dir": None, "branch": None, "resume": False}
+        flags["pause_after_branches"] = False
         out.append(branch.Branch(folder, replace(budgets, **{kind: value}), flags))
-    return branch.brancher(out)
+    return branch.brancher(out, pause=args.pause_after_branches)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ first such step it writes the branch's folder as an interrupted independent run 
 ``metrics.jsonl`` (the trunk's rows so far), ``best.pt`` (the trunk's, the best so far), ``ckpt.pt`` (weights,
 optimizer, RNG and history of that moment, with the branch's flags) and ``summary.json``.  Resuming it is exact
 (storygpt.train.resume), so each branch gives the weights and losses of ``pretrain.py`` run on its budget alone
-(tests/training/test_branch.py).  A ``cosine`` schedule decays from step 0: nothing can be shared.
+(tests/training/test_branch.py).  A ``cosine`` schedule decays from step 0: nothing can be shared.  With
+``pause`` (``pretrain.py --pause-after-branches``, compare.py's ``--halving``) the trunk stops once its last
+branch is written, its checkpoint that of the same moment; ``--resume`` continues it as if it had not stopped.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from storygpt import atomic, checkpoint
 from storygpt.cli import show
 from storygpt.train.loop import Budgets, Live, Run, TrainState, lr_at, save
-from storygpt.train.runfolder import MetricsLog, RunError, RunFiles, os_reason
+from storygpt.train.runfolder import MetricsLog, Paused, RunError, RunFiles, os_reason
 
 #: a branch's record of where it left its trunk: {"trunk": folder, "step", "tokens", "flops"} (compare.py's note)
 BRANCH_RECORD = "branch.json"
@@ -140,13 +142,21 @@ def write_branch(r: Run, live: Live, branch: Branch) -> None:
     r.log(f"branch {show(files.folder)}: its decay starts at step {live.state.step}; continue it with --resume")
 
 
-def brancher(branches: list[Branch]):
+def brancher(branches: list[Branch], pause: bool = False):
     """A :attr:`storygpt.train.loop.Live.before_step` that writes each branch not yet written at its decay start
-    (:func:`branch_step`); a branch whose decay start the trunk has passed without it is left out, with a warning."""
+    (:func:`branch_step`); a branch whose decay start the trunk has passed without it is left out, with a warning.
+    With ``pause``, once no branch is left to write it saves the trunk's checkpoint and raises :class:`Paused`
+    (before the step: at once when every branch was written before)."""
     pending = [b for b in branches if not started(b.folder)]
     at: dict[int, int] = {}
 
+    def stop_when_written(r: Run, live: Live) -> None:
+        if pause and not pending:
+            save(r, live, best=False)
+            raise Paused(live.state.step, r.files.ckpt)
+
     def before_step(r: Run, live: Live) -> None:
+        stop_when_written(r, live)
         for b in list(pending):
             step = at.setdefault(id(b), branch_step(r, b.budgets))
             if live.state.step == step:
@@ -158,6 +168,7 @@ def brancher(branches: list[Branch]):
                     "train that budget alone"
                 )
                 pending.remove(b)
+        stop_when_written(r, live)
 
     return before_step
 

@@ -22,6 +22,11 @@ class RunError(Exception):
     """A problem the command line reports in one line (the message names the file or flag)."""
 
 
+class Paused(Exception):
+    """A trunk stopped after writing its last branch (storygpt.train.branch, ``pause``): ``args`` = (step, its
+    ckpt.pt); ``--resume`` continues it."""
+
+
 class Interrupted(Exception):
     """The run stopped on SIGINT/SIGTERM after writing a checkpoint (exit status 130)."""
 

@@ -97,6 +97,22 @@ def test_interrupted_trunk_reruns_and_keeps_its_branches(corpus, tmp_path):
     assert_same_run(out / "b8", pretrain(corpus, tmp_path / "alone", "--max-steps", "8")["folder"])
 
 
+def test_paused_trunk_resumes_as_if_it_had_not_stopped(corpus, tmp_path):
+    """--pause-after-branches (compare.py --halving): the trunk stops at its last branch's decay start (step 3,
+    then step 5 with a second branch), each time with its checkpoint; resumed to its budget, trunk and branch are
+    the runs trained without a pause, bit for bit."""
+    out = tmp_path / "runs"
+    top = ["--max-steps", "12", "--branch=b5=5"]
+    first = pretrain(corpus, out / "top", *top, "--pause-after-branches")
+    assert first["steps"] == 3 and first["stop_reason"] is None and (out / "b5" / "ckpt.pt").is_file()
+    again = pretrain(corpus, out / "top", *top, "--branch=b8=8", "--pause-after-branches", "--resume")
+    assert again["steps"] == 5 and (out / "b8" / "ckpt.pt").is_file()
+    assert pretrain(corpus, out / "top", *top, "--branch=b8=8", "--resume")["steps"] == 12
+    assert_same_run(out / "top", pretrain(corpus, tmp_path / "alone" / "top", "--max-steps", "12")["folder"])
+    pretrain(corpus, out / "b8", "--max-steps", "8", "--resume")
+    assert_same_run(out / "b8", pretrain(corpus, tmp_path / "alone" / "b8", "--max-steps", "8")["folder"])
+
+
 def test_cosine_and_bad_branches_are_refused_before_any_work(corpus, tmp_path):
     cos = [*TINY_FLAGS, "--max-steps", "12"]
     err = refused("--data", corpus, "--run-dir", tmp_path / "top", *cos, "--branch=b8=8")
