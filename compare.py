@@ -128,6 +128,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--seed-plan", help=argparse.SUPPRESS)  # --rerun of --seeds auto: the report's own runs
     g.add_argument(
+        "--halving",
+        action="store_true",
+        help="with several budgets: train them smallest first, each only by the tokenizers not clearly worse than "
+        "the best at the one before (the lower end of the 95%% paired interval of the difference above "
+        "--halving-margin); under wsd a tokenizer that goes on continues its run. The report lists each dropped "
+        "tokenizer; one dropped early could have won at a larger budget. Off by default (docs/compare.md)",
+    )
+    g.add_argument(
+        "--halving-margin",
+        type=float,
+        default=0.0,
+        metavar="BPC",
+        help="--halving drops a tokenizer only when it is worse than the best by more than this many bits/char "
+        "(with 95%% confidence; default 0)",
+    )
+    g.add_argument("--halving-plan", help=argparse.SUPPRESS)  # --rerun of --halving: the report's own plan
+    g.add_argument(
         "--recipe",
         default=RECIPE_DEFAULT,
         choices=list(RECIPES),
@@ -228,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
 # allowed values (storygpt.cli.check_ranges); --bits-chars 0: all of the held-out text
 MAX_SEEDS = 1000  # runs are listed before any work: a count far beyond any comparison is refused at once
 RANGES = {"bits_chars": (0, None), "seeds": (1, MAX_SEEDS), "block_chars": (1, None), "threads": (0, None)}
+RANGES |= {"halving_margin": (0.0, None)}
 RANGES |= dict.fromkeys(("n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_interval"), (1, None))
 RANGES |= executors.RANGES
 
@@ -279,6 +297,15 @@ def read_seeds(args: argparse.Namespace) -> str | None:
         return str(e)
     if args.seed_plan is not None and not args.seeds_auto:
         return "--seed-plan goes with --seeds auto (--rerun gives it)"
+    if args.halving_plan is not None:
+        from storygpt.halving.rounds import parse_plan
+
+        try:
+            args.halving_plan = parse_plan(args.halving_plan)
+        except ValueError as e:
+            return str(e)
+    if (args.halving_plan is not None or args.halving_margin) and not args.halving:
+        return f"--halving-{'plan' if args.halving_plan is not None else 'margin'} goes with --halving"
     return None
 
 
@@ -304,6 +331,10 @@ def main(argv: list[str] | None = None) -> int:
     options = options_of(args, task_names)
     if options.seeds_auto and not options.dry_run:  # seed rounds, each one call of compare
         return seeds_auto.compare_auto(options, argv, compare)
+    if options.halving:  # budget rounds, each one call of compare (--dry-run: the plans)
+        from storygpt.halving.rounds import compare_halving
+
+        return compare_halving(options, argv, compare)
     return compare(options, argv)
 
 

@@ -164,6 +164,11 @@ def play(tool: str, args: list[str]) -> None:
         spec = value("--tokenizer")
         vocab, _, rest = FAKE[spec][:3]
         flops = float(value("--budget-flops") or float(value("--budget-tokens")) * (6 * rest + 6 * 96 * vocab))
+        if "--pause-after-branches" in args:  # a --halving trunk: paused, its branches' folders paused too
+            for name in [folder.name] + [a.split("=")[1] for a in args if a.startswith("--branch=")]:
+                if name == folder.name or not (folder.parent / name / "ckpt.pt").is_file():
+                    write_fake_run(folder.parent / name, spec, corpus, stop_reason=None, seed=int(value("--seed")))
+            return
         write_fake_run(folder, spec, corpus, seed=int(value("--seed")), flops=flops)
         (folder / "bits.json").unlink()
     elif tool == "bits.py":

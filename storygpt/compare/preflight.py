@@ -122,6 +122,18 @@ def check_pretrain_args(pretrain_args: list[str], forwarded: list[str]) -> None:
     dry_run(forwarded + pretrain_args)
 
 
+def report_name(options: CompareOptions) -> str:
+    """The default report folder name of ``options``: ``CORPUS-BUDGETS[-Nseeds]``."""
+    from storygpt.compare.settings import budget_label, budget_of, corpus_name, number
+
+    key, values = budget_of(options)
+    name = f"{corpus_name(options.name, options.train_file, options.corpus)}-{budget_label(key, values[0])}"
+    name += "".join(f"-{number(v)}" for v in values[1:])
+    if options.seeds > 1:
+        name += f"-{'auto' if options.seeds_auto else ''}{options.seeds}seeds"
+    return name
+
+
 def pretrain_setting(pretrain_args: list[str], flag: str, default):
     """The value of ``flag`` in --pretrain-args (its last one), else ``default``."""
     p = argparse.ArgumentParser(add_help=False)
@@ -349,18 +361,34 @@ def probed_speed(shape: dict, vocab: int, batch: int, threads: int, learned: boo
     return batch * shape["block_size"] / timings[fastest], f"{fastest} thread{'s' if fastest != 1 else ''}"
 
 
-def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, data_dir: Path) -> int:
-    """Print the plan of ``runs`` (compare.py --dry-run) and return 0; ``shape_of_run(run)``: its model shape."""
+def decay_part(run, tokens: float, tokens_per_step: int, decay_fraction: float) -> float:
+    """The share of a branch's steps after its decay start (what it trains when it branches from its trunk)."""
+    from storygpt.train.branch import decay_start, steps_for
+
+    per = run.budget[1] * tokens_per_step / tokens  # the budget's units per step
+    steps = steps_for(run.budget[1], per)
+    return (steps - decay_start(run.budget[1], per, decay_fraction)) / steps
+
+
+def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, data_dir: Path, trunks=None) -> int:
+    """Print the plan of ``runs`` (compare.py --dry-run) and return 0; ``shape_of_run(run)``: its model shape;
+    ``trunks``: storygpt.train.branch.plan's (a branch trains its decay only: plan ``branch``)."""
     batch = settings.batch_size or pretrain_setting(settings.pretrain_args, "--batch-size", PRETRAIN_BATCH)
+    decay = pretrain_setting(
+        settings.pretrain_args, "--decay-fraction", settings.recipe_parts.get("decay_fraction", 0.6)
+    )
+    branches = {b for bs in (trunks or {}).values() for b in bs}
     speeds: dict[str, tuple[float | None, str]] = {}
     rows = []
-    for run in runs:
+    for k, run in enumerate(runs):
         shape, vocab = shape_of_run(run), vocab_of(run, data_dir)
         state = state_of(run, settings)
         tokens, flops = run_tokens_flops(run, shape, vocab, data_dir)
         todo_flops = 0.0 if state in ("reused", "measure") else flops
         if state == "resume" and flops is not None:
             todo_flops = max(0.0, flops - done_flops(run))
+        if k in branches and state == "train" and tokens and flops and shape:
+            state, todo_flops = "branch", flops * decay_part(run, tokens, batch * shape["block_size"], decay)
         name = f"{run.spec}@{run.size}" if run.size else str(run.spec)  # one speed per tokenizer and shape
         if name not in speeds:
             known = None if run.size else known_speed(run, run.folder.parent)
@@ -407,6 +435,13 @@ def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, dat
         print(totals(f"largest plan (--seeds auto:{options.seeds}: {options.seeds} seeds each)", rows))
     else:
         print(totals("total", rows))
+    if branches:
+        shared = [r for r in rows if r[1] == "branch" and r[2]]
+        saved = sum(r[2] - r[3] for r in shared)
+        print(
+            f"shared (wsd): {len(shared)} of {len(rows)} runs branch from their trunk's decay start, "
+            f"{_sci(saved)} training FLOPs their trunks train for them"
+        )
     print("not counted: evaluations during training, data.py and bits.py's measuring (the time is a lower bound)")
     return 0
 

@@ -166,7 +166,7 @@ def pretrain_command(
     cmd += settings.forwarded + settings.pretrain_args
     if options.log:
         cmd += ["--log", options.log]  # tracking: not a setting of the runs (the folder of runs does not change)
-    cmd += [f"--branch={b.folder.name}={b.budget[1]:g}" for b in branches]
+    cmd += [f"--branch={b.folder.name}={b.budget[1]:g}" for b in branches] + ["--pause-after-branches"] * run.pause
     cmd.append("--resume" if (run.folder / "ckpt.pt").is_file() else "--force")
     return cmd
 
@@ -216,7 +216,7 @@ def train(
         bar.close()
     if rc != 0:
         raise tool_failed("pretrain.py", run, rc)
-    if not finished(run):
+    if not (finished(run) or run.pause):  # a --halving trunk stops at its branches
         raise CompareError(
             f"pretrain.py ended for {run.spec} but {run.folder / 'summary.json'} does not say its budget is spent "
             f"(log: {run.log})"
@@ -258,6 +258,13 @@ def measure(run: Run, options: CompareOptions, settings: Settings, threads) -> N
     record["block_chars"] = options.block_chars
     record["measured_perturb"], record["measured_eval"] = settings.perturb, settings.eval
     write_text(run.folder / "compare.json", json.dumps(record, indent=2) + "\n")
+
+
+def settled(run: Run, settings: Settings, runs: list[Run], trunks: dict) -> bool:
+    """Nothing left to do: finished and measured, or a paused --halving trunk whose branches are all written."""
+    if run.pause:
+        return all(branch.started(runs[b].folder) for b in trunks.get(runs.index(run), ()))
+    return finished(run) and measured(run, settings)
 
 
 def shape_for(run: Run, shape: dict | None) -> dict | None:
@@ -303,8 +310,9 @@ class RunJob:
                 )
                 did.append(f"{how} {duration_since(t0)}")
             t1 = time.perf_counter()
-            measure(self.run, options, self.settings, slot.threads)
-            did.append(f"measured {duration_since(t1)}")
+            if not self.run.pause:
+                measure(self.run, options, self.settings, slot.threads)
+                did.append(f"measured {duration_since(t1)}")
         except ToolKilled as e:
             raise executors.RunKilled(str(e)) from None
         except CompareError as e:
@@ -425,11 +433,15 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
         for run in runs:
             check_run_folder(run, settings)
         schedule = pretrain_setting(pretrain_args, "--schedule", settings.recipe_parts.get("schedule", "cosine"))
+        if options.halving_plan is not None:  # --halving's round (storygpt/halving): each SPEC to its last budget
+            from storygpt.halving.rounds import planned_runs
+
+            runs = planned_runs(runs, options.halving_plan, branching=schedule == "wsd" and budget_key != "minutes")
         trunks, unshared = branch.plan(runs, budget_key, schedule)  # issue 45: budgets that branch
         if options.dry_run:  # the plan, its FLOPs and time; nothing written
             from storygpt.compare.preflight import show_plan
 
-            return show_plan(runs, options, settings, lambda r: shape_for(r, shape), report_dir, data_dir)
+            return show_plan(runs, options, settings, lambda r: shape_for(r, shape), report_dir, data_dir, trunks)
 
         unit = BUDGETS[budget_key][2]
         print(
@@ -443,7 +455,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             + f": {len(runs)} runs -> {report_dir}",
             flush=True,
         )
-        todo = [r for r in runs if not (finished(r) and measured(r, settings))]
+        todo = [r for r in runs if not settled(r, settings, runs, trunks)]
         engine = cluster_engine(options, report_dir) if todo else None  # a bad address or setting: before any work
         # data first for every tokenizer, then the budget warnings, then one thread probe: all before training
         for spec in dict.fromkeys(r.spec for r in todo if not finished(r)):
@@ -510,13 +522,16 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
                 how = train(run, options, settings, data_dir, out_root, shape_for(run, shape), threads, **shared)
                 did.append(f"{how} {duration_since(t1)}")
             t1 = time.perf_counter()
-            measure(run, options, settings, threads)
-            did.append(f"measured {duration_since(t1)}")
+            if not run.pause:
+                measure(run, options, settings, threads)
+                did.append(f"measured {duration_since(t1)}")
             print(status_line(i, len(runs), run, ", ".join(did), time.perf_counter() - t0), flush=True)
 
-        results, curves = collect(runs)
-        for run, r in zip(runs, results):
+        reported = [r for r in runs if not r.pause]  # a paused --halving trunk has no result yet
+        results, curves = collect(reported)
+        for run, r in zip(reported, results):
             r.seed_round = run.round
+            r.branch_of, r.branched_at_step = branch.branched_from(run.folder)
             if run.size:  # each (tokenizer, size) is a row of the report; the frontier section fits across sizes
                 r.spec, r.size = f"{r.spec}@{run.size}", run.size
         meta = report_meta(

@@ -24,8 +24,7 @@ from storygpt.compare.report import ReportError, ReportMeta, result_from_files
 from storygpt.compare.report_tables import duration, human, number, sci
 from storygpt.data.corpora import written_slug
 
-#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md: about 14 minutes on 2 CPU cores, measured
-#: before bits.py measured all of the held-out text and its noisy copies, which add about 3).
+#: The tokenizers of ``python compare.py`` with no SPEC (docs/compare.md gives the time on 2 CPU cores).
 DEFAULT_SPECS = ("byte", "bpe:512", "bpe:2048", "bpe:8192", "word:10000")
 #: The default budget: training FLOPs per run (docs/compare.md explains the choice).
 DEFAULT_BUDGET_FLOPS = 5e12
@@ -40,10 +39,8 @@ DEFAULT_PERTURB = "typos,case,spaces,unicode"
 EVALS_PER_RUN = 10
 #: pretrain.py's windows per optimizer step when --batch-size is not given (for the estimate only).
 PRETRAIN_BATCH = 16
-#: Budgets: compare.py flag -> (pretrain.py flag, metrics.jsonl key, unit in words).
 #: summary.json stop reasons that mean "the budget is spent" (None: still running or interrupted).
 FINISHED = ("flops", "chars", "tokens", "minutes", "max_steps")
-
 
 #: Settings that do not change training: left out of the settings' key and of the refusal of a run folder.
 MEASUREMENT = ("data_dir", "bits_chars", "block_chars", "perturb", "eval")
@@ -81,6 +78,9 @@ class CompareOptions:
     seeds_auto: bool = False  # --seeds auto[:MAX] (storygpt.compare.seeds_auto)
     seed_plan: tuple | None = None  # ((SPEC, seed, round), ...): exactly these runs (--seeds auto, --rerun)
     dry_run: bool = False  # --dry-run: print the plan (storygpt.compare.preflight), write nothing
+    halving: bool = False  # --halving: drop the clearly worse tokenizers between budgets (storygpt.halving)
+    halving_margin: float = 0.0  # bits/char by which a tokenizer must be worse than the best to be dropped
+    halving_plan: tuple | None = None  # ((SPEC, budgets), ...): each SPEC at its first N budgets (a round, --rerun)
     recipe: str | None = None
     eval_interval: int | None = None
     pretrain_args: str = ""
@@ -393,6 +393,7 @@ class Run:
     seed: int = 1337
     size: str | None = None  # the model preset of an isoFLOP sweep (--sizes); None: the comparison's one shape
     round: int = 1  # the seed round that added it (--seeds auto; 1 for a fixed plan)
+    pause: bool = False  # a --halving trunk: trained to its branches' decay starts only (storygpt.train.branch)
 
     @property
     def label(self) -> str:
@@ -509,8 +510,7 @@ def vocab_size_of(data_dir: Path, slug: str) -> int | None:
 
 
 def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = None) -> str:
-    """compare.py's line for run ``i`` of ``n``: ``what`` was done, then the figures of its summary.json and
-    bits.json (steps, tokens, characters, FLOPs, training time, held-out bits/char) and ``seconds`` in all."""
+    """compare.py's line for run ``i`` of ``n``: ``what`` was done, its summary.json and bits.json figures, ``seconds``."""
     head = f"[{i}/{n}] {run.label:<24}"
     s = read_json_or_none(run.folder / "summary.json") or {}
     b = read_json_or_none(run.folder / "bits.json") or {}
@@ -519,7 +519,8 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
     if s:
         parts.append(
             f"{s.get('steps', 0):,} steps, {human(s.get('tokens'))} tokens, {human(s.get('chars'))} chars, "
-            f"{sci(s.get('flops'))} FLOPs, {duration(s.get('elapsed'))} training (stopped by {s.get('stop_reason')})"
+            f"{sci(s.get('flops'))} FLOPs, {duration(s.get('elapsed'))} training "
+            + (f"(stopped by {s['stop_reason']})" if s.get("stop_reason") else "(paused: a trunk of --halving)")
         )
     if row.get("bits_per_character") is not None:
         parts.append(f"held-out {row['bits_per_character']:.4f} bits/char")

@@ -247,6 +247,16 @@ def flops_trained(folders: list[Path]) -> tuple[float, float]:
     return trained, independent
 
 
+def branched_from(folder: Path) -> tuple[str | None, int | None]:
+    """``(trunk's folder name, step)`` of a branch's :data:`BRANCH_RECORD`; ``(None, None)`` for a run trained
+    from step 0 (or a record that cannot be read)."""
+    try:
+        record = json.loads((folder / BRANCH_RECORD).read_text(encoding="utf-8"))
+        return Path(record["trunk"]).name, int(record["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+
+
 def shared_note(folders: list[Path], branches: int) -> str:
     """The report's line on what branching saved (:func:`flops_trained`)."""
     trained, independent = flops_trained(folders)
