@@ -70,8 +70,8 @@ def test_halving_drops_the_clearly_worse_and_continues_the_others(cwd):
     cmds = pretrain_commands(cwd)
     byte = [c for c in cmds if c[0] == "byte"]  # per seed: the trunk paused at the first budget, then that budget
     assert [(c[2], c[3]) for c in byte] == [
-        (True, [f"rope-byte-flops1e11-s1337"]),
-        (True, [f"rope-byte-flops1e11-s1338"]),
+        (True, ["rope-byte-flops1e11-s1337"]),
+        (True, ["rope-byte-flops1e11-s1338"]),
         (False, []),
         (False, []),
     ]
