@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="report name: results go to --reports-dir/NAME, the runs to --out-dir/cfg-HASH/CORPUS/ (shared by "
         "every report with the same settings, docs/compare.md). "
-        "Default: CORPUS-BUDGET, e.g. shakespeare-flops5e12",
+        "Default: CORPUS-BUDGETS[-sizes-SIZES][-Nseeds], e.g. shakespeare-flops5e12 or "
+        "shakespeare-flops1e12-3e12-sizes-tiny-small-2seeds (budgets ascending, sizes smallest first)",
     )
     p.add_argument("--reports-dir", default="reports", help="root folder of the reports")
     p.add_argument(

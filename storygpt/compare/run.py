@@ -31,6 +31,7 @@ from storygpt.compare.preflight import (
     forwarded_flags,
     parse_sizes,
     pretrain_setting,
+    report_name,
     warmup_of,
 )
 from storygpt.compare.settings import (
@@ -383,12 +384,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             raise CompareError(f"--pretrain-args/--data-args: {e}") from None
         check_pretrain_args(pretrain_args, forwarded_flags(options))
         corpus = corpus_name(options.name, options.train_file, options.corpus)
-        default_name = f"{corpus}-{budget_label(budget_key, budget_values[0])}" + "".join(
-            f"-{number(v)}" for v in budget_values[1:]
-        )
-        if options.seeds > 1:
-            default_name += f"-{'auto' if options.seeds_auto else ''}{options.seeds}seeds"
-        report = options.report or default_name
+        report = options.report or report_name(options)
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", report) or report in (".", ".."):
             raise CompareError(f"--report {report!r}: use letters, digits, '.', '_' and '-' only (a folder name)")
         shape = shape_of(options.preset, given_shape(options))
