@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 from storygpt.cli import ToolParser, check_ranges
 from storygpt.compare import executors, seeds_auto
-from storygpt.compare.run import PROG, compare, rerun
+from storygpt.compare.run import PROG, compare
 from storygpt.compare.seeds_auto import DEFAULT_MAX
 from storygpt.compare.settings import (
     DEFAULT_BITS_CHARS,
@@ -34,7 +35,9 @@ from storygpt.compare.settings import (
     DEFAULT_SPECS,
     EVALS_PER_RUN,
     CompareOptions,
+    measurement_flags,
     number,
+    read_json_or_none,
 )
 from storygpt.eval.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
@@ -288,6 +291,58 @@ def parse_options(argv: list[str]) -> CompareOptions:
     args = build_parser().parse_args(argv)
     read_seeds(args)
     return options_of(args)
+
+
+def rerun(report: str, argv: list[str], options_of, again) -> int:
+    """``compare.py --rerun REPORT``: the report's command again, every run trained afresh in new folders
+    (``--out-dir OUT_DIR/rerun``), then each run's bits/char beside the report's.  ``options_of``: compare.py's
+    arguments -> their :class:`CompareOptions`; ``again``: compare.py's main, run on the report's arguments."""
+    path = Path(report)
+    path = path / "results.json" if path.is_dir() else path
+    doc = read_json_or_none(path)
+    argv_ok = isinstance(doc, dict) and isinstance(doc.get("meta"), dict) and isinstance(doc["meta"].get("argv"), list)
+    if not argv_ok or not all(isinstance(a, str) for a in doc["meta"]["argv"]):
+        print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
+        return 2
+    old = [a for a in doc["meta"]["argv"]]
+    others = [a for a in argv if a != report and not a.startswith("--rerun") and a != "--dry-run"]
+    if others:
+        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
+        return 2
+    if not isinstance(doc["meta"].get("name", ""), str) or not isinstance(doc.get("results", []), list):
+        print(f"{PROG}: error: --rerun {report}: results.json's meta.name or results is malformed", file=sys.stderr)
+        return 2
+    try:
+        pinned = measurement_flags(doc["meta"].get("measurement"), old)
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: results.json's meta.measurement {e}", file=sys.stderr)
+        return 2
+    if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
+        used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
+        old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
+    old += pinned  # later flags win: measured as the report was, whatever today's defaults
+    parsed = options_of(old)
+    name = (parsed.report or doc["meta"].get("name") or path.parent.name) + "-rerun"
+    new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
+    from storygpt.compare.seeds_auto import rerun_flags
+
+    try:  # --seeds auto: the report's own seed rounds, not a new adaptive plan
+        new_argv += rerun_flags(doc, parsed.seeds_auto)
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: {e}", file=sys.stderr)
+        return 2
+    rc = again(new_argv + ["--dry-run"] * ("--dry-run" in argv))
+    if rc != 0 or "--dry-run" in argv:
+        return rc
+    again = read_json_or_none(Path(parsed.reports_dir) / name / "results.json") or {}
+    before = {(r["spec"], r.get("budget"), r.get("seed")): r["bits_per_char"] for r in doc.get("results", [])}
+    print("\nrun (tokenizer, budget, seed)        report    rerun  difference")
+    for r in again.get("results", []):
+        key = (r["spec"], r.get("budget"), r.get("seed"))
+        if key in before:
+            d = r["bits_per_char"] - before[key]
+            print(f"{' '.join(map(str, key)):<34} {before[key]:.4f}  {r['bits_per_char']:.4f}  {d:+.4f}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
