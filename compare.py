@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+from pathlib import Path
 
 from storygpt.cli import ToolParser, check_ranges
 from storygpt.compare import executors, seeds_auto
-from storygpt.compare.run import PROG, compare, rerun
+from storygpt.compare.preflight import report_name
+from storygpt.compare.run import PROG, compare
 from storygpt.compare.seeds_auto import DEFAULT_MAX
 from storygpt.compare.settings import (
     DEFAULT_BITS_CHARS,
@@ -33,8 +36,11 @@ from storygpt.compare.settings import (
     DEFAULT_PERTURB,
     DEFAULT_SPECS,
     EVALS_PER_RUN,
+    CompareError,
     CompareOptions,
+    measurement_flags,
     number,
+    read_json_or_none,
 )
 from storygpt.eval.heldout import DEFAULT_BLOCK_CHARS
 from storygpt.helpformat import DefaultsOnceHelpFormatter
@@ -44,8 +50,16 @@ from storygpt.tokenizers import kind_help
 
 
 # ------------------------------------------------------------------ command line
-def build_parser() -> argparse.ArgumentParser:
-    p = ToolParser(
+class StoredCommandParser(ToolParser):
+    """compare.py's parser for a command it did not get from the user (a report's meta.argv, for --rerun): an
+    error raises ValueError with argparse's one line instead of printing it and exiting."""
+
+    def error(self, message: str):
+        raise ValueError(message)
+
+
+def build_parser(parser_class: type[ToolParser] = ToolParser) -> argparse.ArgumentParser:
+    p = parser_class(
         prog=PROG,
         description="Compare tokenizers at equal compute: for each tokenizer SPEC, prepare the corpus with it "
         "(data.py), pretrain one model shape on it for one budget (pretrain.py) and measure the final model in "
@@ -69,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="report name: results go to --reports-dir/NAME, the runs to --out-dir/cfg-HASH/CORPUS/ (shared by "
         "every report with the same settings, docs/compare.md). "
-        "Default: CORPUS-BUDGET, e.g. shakespeare-flops5e12",
+        "Default: CORPUS-BUDGETS[-sizes-SIZES][-Nseeds], e.g. shakespeare-flops5e12 or "
+        "shakespeare-flops1e12-3e12-sizes-tiny-small-2seeds (budgets ascending, sizes smallest first)",
     )
     p.add_argument("--reports-dir", default="reports", help="root folder of the reports")
     p.add_argument(
@@ -309,23 +324,116 @@ def read_seeds(args: argparse.Namespace) -> str | None:
     return None
 
 
-def parse_options(argv: list[str]) -> CompareOptions:
-    """compare.py's arguments ``argv`` as :class:`CompareOptions` (no checks: for --rerun's report command)."""
-    args = build_parser().parse_args(argv)
-    read_seeds(args)
-    return options_of(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+def checked_args(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, tuple | None]:
+    """``argv`` parsed and checked (--seeds, ranges, engine and task flags): ``(args, the --tasks names)``; a
+    bad value is ``parser.error``."""
     args = parser.parse_args(argv)
     why = read_seeds(args)
     if why:
         parser.error(why)
     check_ranges(parser, args, RANGES)
     check_engine_flags(parser, args)
-    task_names = check_task_arguments(parser, args)
+    return args, check_task_arguments(parser, args)
+
+
+def parse_options(argv: list[str]) -> CompareOptions:
+    """compare.py's arguments ``argv`` (a report's command, for --rerun) as :class:`CompareOptions`, checked as
+    :func:`main` checks them, with its budgets and --sizes (report_name).
+
+    Raises:
+        ValueError: the first bad value, in one line.
+    """
+    args, task_names = checked_args(build_parser(StoredCommandParser), argv)
+    options = options_of(args, task_names)
+    try:
+        report_name(options)
+    except CompareError as e:
+        raise ValueError(str(e)) from None
+    return options
+
+
+def read_report(report: str) -> tuple[Path, dict]:
+    """``(path, document)`` of --rerun REPORT's results.json (REPORT: its folder or the file).
+
+    Raises:
+        ValueError: one line: no such file, not readable, not JSON, or no command (meta.argv, a list of strings).
+    """
+    path = Path(report)
+    path = path / "results.json" if path.is_dir() else path
+    if not path.is_file():
+        raise ValueError("no results.json there")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError:  # not UTF-8, or not JSON
+        raise ValueError(f"{path} is not valid JSON (corrupt?)") from None
+    meta = doc.get("meta") if isinstance(doc, dict) else None
+    argv = meta.get("argv") if isinstance(meta, dict) else None
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ValueError(f"{path} has no command (meta.argv): made by an older compare.py or edited")
+    return path, doc
+
+
+def rerun(report: str, argv: list[str], options_of, again) -> int:
+    """``compare.py --rerun REPORT``: the report's command again, every run trained afresh in new folders
+    (``--out-dir OUT_DIR/rerun``), then each run's bits/char beside the report's.  ``options_of``: compare.py's
+    arguments -> their :class:`CompareOptions`; ``again``: compare.py's main, run on the report's arguments."""
+    try:
+        path, doc = read_report(report)
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: {e}", file=sys.stderr)
+        return 2
+    old = [a for a in doc["meta"]["argv"]]
+    others = [a for a in argv if a != report and not a.startswith("--rerun") and a != "--dry-run"]
+    if others:
+        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
+        return 2
+    if not isinstance(doc["meta"].get("name", ""), str) or not isinstance(doc.get("results", []), list):
+        print(f"{PROG}: error: --rerun {report}: results.json's meta.name or results is malformed", file=sys.stderr)
+        return 2
+    try:
+        pinned = measurement_flags(doc["meta"].get("measurement"), old)
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: results.json's meta.measurement {e}", file=sys.stderr)
+        return 2
+    if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
+        used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
+        old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
+    old += pinned  # later flags win: measured as the report was, whatever today's defaults
+    try:
+        parsed = options_of(old)
+    except ValueError as e:
+        why = f"the report's command (results.json meta.argv) is not valid today: {e}"
+        print(f"{PROG}: error: --rerun {report}: {why}", file=sys.stderr)
+        return 2
+    name = (parsed.report or doc["meta"].get("name") or path.parent.name) + "-rerun"
+    new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
+    from storygpt.compare.seeds_auto import rerun_flags
+    from storygpt.halving.rounds import rerun_flags as halving_flags
+
+    try:  # --seeds auto, --halving: the report's own seed rounds or budgets, not a new adaptive plan
+        new_argv += rerun_flags(doc, parsed.seeds_auto) + (halving_flags(doc) if parsed.halving else [])
+    except ValueError as e:
+        print(f"{PROG}: error: --rerun {report}: {e}", file=sys.stderr)
+        return 2
+    rc = again(new_argv + ["--dry-run"] * ("--dry-run" in argv))
+    if rc != 0 or "--dry-run" in argv:
+        return rc
+    again = read_json_or_none(Path(parsed.reports_dir) / name / "results.json") or {}
+    before = {(r["spec"], r.get("budget"), r.get("seed")): r["bits_per_char"] for r in doc.get("results", [])}
+    print("\nrun (tokenizer, budget, seed)        report    rerun  difference")
+    for r in again.get("results", []):
+        key = (r["spec"], r.get("budget"), r.get("seed"))
+        if key in before:
+            d = r["bits_per_char"] - before[key]
+            print(f"{' '.join(map(str, key)):<34} {before[key]:.4f}  {r['bits_per_char']:.4f}  {d:+.4f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, task_names = checked_args(build_parser(), argv)
     if args.rerun is not None:
         return rerun(args.rerun, argv, parse_options, main)
     options = options_of(args, task_names)

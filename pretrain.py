@@ -277,11 +277,13 @@ log = log_master
 def dry_run(args) -> int:
     """Print the flags' settings, the run folder and :func:`estimate` (a --resume run's stored settings are
     not read); the estimate also on stderr, in words."""
+    folder = run_folder(args)
+    if args.branch:  # as the run refuses them (a --resume's stored budgets and recipe are not read: names only)
+        checked_branches(args, folder, resumed=args.resume)
     with_budget(args)
-    folder = str(run_folder(args))
     size = estimate(args)
     settings = {k: v for k, v in vars(args).items() if k != "dry_run"}
-    print(json.dumps({**settings, "run_folder": folder, "estimate": size}, indent=1))
+    print(json.dumps({**settings, "run_folder": str(folder), "estimate": size}, indent=1))
     print(estimate_text(size), file=sys.stderr)
     return 0
 
@@ -409,13 +411,12 @@ def train_in(
         given, pause = vars(args), args.pause_after_branches
         vars(args).update(resume.resumed_args(given, explicit, ckpt, files.ckpt, RESUME_OVERRIDABLE, BUDGETS, log))
         args.pause_after_branches = pause  # an instruction to this session, never kept by the run
-    with_budget(args)
     spec, data_dir = parse_spec(args.tokenizer), Path(args.data).resolve()
     before_step = None
-    if args.branch:  # refused before any data is read
-        schedule = (recipes.Recipe.from_checkpoint(ckpt) if ckpt else recipes.Recipe.from_flags(vars(args))).optim
-        stored = to_plain({**vars(args), "data": str(data_dir)})
-        before_step = brancher_of(args, files, Budgets(*(getattr(args, b) for b in BUDGETS)), schedule.schedule, stored)
+    if args.branch:  # refused before any data is read (and before --minutes 10 fills in a missing budget)
+        wanted = checked_branches(args, files.folder, ckpt)
+        before_step = brancher_of(args, files, wanted, to_plain({**vars(args), "data": str(data_dir)}))
+    with_budget(args)
     try:
         device, dtype, threads = runtime.setup(args.device, args.dtype, args.threads, dist, log)
     except ValueError as e:
@@ -472,33 +473,43 @@ def train_in(
     return start.train(r, live, options, threads, dtype, fresh=ckpt is None)
 
 
-def brancher_of(args, files: RunFiles, budgets, schedule: str, stored: dict):
-    """The --branch folders of a trunk run (storygpt/train/branch.py) as the loop's ``before_step``.
+def checked_branches(args, folder: Path, ckpt: dict | None = None, resumed: bool = False) -> list:
+    """The --branch values of the trunk in ``folder`` as ``[(NAME, BUDGET)]``, checked by
+    storygpt.train.branch.check_branches against the run's budgets and schedule (``ckpt``'s recipe on a
+    --resume); ``resumed`` without ``ckpt`` (a --dry-run of a --resume): the names and values only.
 
     Raises:
-        RunError: a malformed NAME=BUDGET, a schedule other than wsd, not one budget, a branch not below the run's.
+        RunError: its one line.
     """
+    from storygpt.train import branch
+    from storygpt.train.loop import Budgets
+
+    budgets, schedule = None, None  # not known: names and values only
+    if ckpt is not None or not resumed:
+        recipe = recipes.Recipe.from_checkpoint(ckpt) if ckpt else recipes.Recipe.from_flags(vars(args))
+        budgets, schedule = Budgets(*(getattr(args, b) for b in BUDGETS)), recipe.optim.schedule
+    try:
+        return branch.check_branches(args.branch, budgets, schedule, folder)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+
+
+def brancher_of(args, files: RunFiles, wanted: list, stored: dict):
+    """The --branch folders ``wanted`` (:func:`checked_branches`) of a trunk run (storygpt/train/branch.py) as the
+    loop's ``before_step``; ``stored``: the trunk's flags, which each branch's checkpoint records with its budget."""
     from dataclasses import replace
 
     from storygpt.train import branch
+    from storygpt.train.loop import Budgets
 
-    try:
-        kind = branch.branch_kind(budgets, schedule)
-        wanted = [branch.parse_branch(t) for t in args.branch]
-    except ValueError as e:
-        raise RunError(str(e)) from None
+    budgets = Budgets(*(getattr(args, b) for b in BUDGETS))
+    kind = branch.branch_kind(budgets, "wsd")  # checked already
     flag = BUDGETS[("minutes", *branch.KINDS).index(kind)]
     out = []
     for name, value in wanted:
-        value = int(value) if kind == "max_steps" else value
-        if not value < getattr(budgets, kind):
-            raise RunError(f"--branch {name}={value:g}: not below this run's --{flag.replace('_', '-')} (the trunk)")
-        folder = files.folder.parent / name
-        if folder.resolve() == files.folder.resolve():
-            raise RunError(f"--branch {name}: that is this run's own folder")
         flags = {**stored, flag: value, "run_name": name, "run_dir": None, "branch": None, "resume": False}
         flags["pause_after_branches"] = False
-        out.append(branch.Branch(folder, replace(budgets, **{kind: value}), flags))
+        out.append(branch.Branch(files.folder.parent / name, replace(budgets, **{kind: value}), flags))
     return branch.brancher(out, pause=args.pause_after_branches)
 
 

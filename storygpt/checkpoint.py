@@ -211,7 +211,8 @@ def torch_reason(e: BaseException) -> str:
 
     torch's unpickler wraps the real cause ("Unsupported operand 255") in a paragraph that suggests
     loading the file with ``weights_only=False``, which would run arbitrary code from a damaged or
-    foreign file; ``load_state_dict`` lists every mismatching tensor on its own line.
+    foreign file; a truncated zip's cause is followed by four sentences on how files get corrupted;
+    ``load_state_dict`` lists every mismatching tensor on its own line.
     """
     text = str(e)
     if "WeightsUnpickler error:" in text:
@@ -219,6 +220,7 @@ def torch_reason(e: BaseException) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     lines = [ln for ln in lines if not ln.startswith(("Error(s) in loading state_dict", "Check the documentation"))]
     first = lines[0] if lines else type(e).__name__
+    first = first.split(" This is an internal miniz error.", 1)[0]  # then torch's paragraph on what corrupts files
     more = (
         f" (and {len(lines) - 1} more)"
         if len(lines) > 1 and first.startswith(("size mismatch", "Missing", "Unexpected"))

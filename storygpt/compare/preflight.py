@@ -21,8 +21,12 @@ from storygpt.compare.settings import (
     CompareError,
     CompareOptions,
     Settings,
+    budget_label,
+    budget_of,
+    corpus_name,
     estimate_flops_per_token,
     finished,
+    given_shape,
     measured,
     read_json_or_none,
     train_chars_per_token,
@@ -120,18 +124,6 @@ def check_pretrain_args(pretrain_args: list[str], forwarded: list[str]) -> None:
             )
             raise CompareError(f"{shown}: {flag} {why}")
     dry_run(forwarded + pretrain_args)
-
-
-def report_name(options: CompareOptions) -> str:
-    """The default report folder name of ``options``: ``CORPUS-BUDGETS[-Nseeds]``."""
-    from storygpt.compare.settings import budget_label, budget_of, corpus_name, number
-
-    key, values = budget_of(options)
-    name = f"{corpus_name(options.name, options.train_file, options.corpus)}-{budget_label(key, values[0])}"
-    name += "".join(f"-{number(v)}" for v in values[1:])
-    if options.seeds > 1:
-        name += f"-{'auto' if options.seeds_auto else ''}{options.seeds}seeds"
-    return name
 
 
 def pretrain_setting(pretrain_args: list[str], flag: str, default):
@@ -237,6 +229,25 @@ def parse_sizes(sizes_text: str | None, preset_name: str | None, explicit: dict)
     if given:
         raise CompareError(f"--sizes names the model shapes: drop {' and '.join(given)}")
     return sizes
+
+
+def report_name(options: CompareOptions) -> str:
+    """The report's name when --report is not given: ``CORPUS-BUDGET[-BUDGET...][-sizes-SIZE...][-[auto]Nseeds]``,
+    e.g. ``shakespeare-flops1e12-3e12-sizes-tiny-small-2seeds``: the budgets ascending (:func:`budget_of`), the
+    sizes in :data:`PRESETS` order, so a sweep typed in another order names the same report.
+
+    Raises:
+        CompareError: a bad budget or --sizes (:func:`budget_of`, :func:`parse_sizes`).
+    """
+    key, values = budget_of(options)
+    sizes = parse_sizes(options.sizes, options.preset, given_shape(options))
+    name = f"{corpus_name(options.name, options.train_file, options.corpus)}-{budget_label(key, values[0])}"
+    name += "".join(f"-{number(v)}" for v in values[1:])
+    if sizes:
+        name += "-sizes-" + "-".join(s for s in PRESETS if s in sizes)
+    if options.seeds > 1:
+        name += f"-{'auto' if options.seeds_auto else ''}{options.seeds}seeds"
+    return name
 
 
 def probe_threads(

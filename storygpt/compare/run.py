@@ -4,8 +4,8 @@ Every check first (the options, SPECs, run folders: storygpt.compare.preflight),
 token files are there and were made with these options), the budget warnings and one thread probe, then
 ``pretrain.py`` (continued with ``--resume`` when a checkpoint is there, skipped when the run has finished)
 and ``bits.py --json --block-chars`` per run, then the report (storygpt.compare.report).  Tools run through
-:func:`storygpt.compare.toolrun.run_tool`, which tests replace.  :func:`compare` and :func:`rerun` are
-compare.py's two commands; they take :class:`~storygpt.compare.settings.CompareOptions`, never the command line.
+:func:`storygpt.compare.toolrun.run_tool`, which tests replace.  :func:`compare` is compare.py's command (its
+--rerun is compare.py's own); it takes :class:`~storygpt.compare.settings.CompareOptions`, never the command line.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from storygpt.compare.preflight import (
     forwarded_flags,
     parse_sizes,
     pretrain_setting,
+    report_name,
     warmup_of,
 )
 from storygpt.compare.settings import (
@@ -54,7 +55,6 @@ from storygpt.compare.settings import (
     finished,
     given_shape,
     measured,
-    measurement_flags,
     number,
     parse_specs,
     read_json_or_none,
@@ -391,12 +391,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             raise CompareError(f"--pretrain-args/--data-args: {e}") from None
         check_pretrain_args(pretrain_args, forwarded_flags(options))
         corpus = corpus_name(options.name, options.train_file, options.corpus)
-        default_name = f"{corpus}-{budget_label(budget_key, budget_values[0])}" + "".join(
-            f"-{number(v)}" for v in budget_values[1:]
-        )
-        if options.seeds > 1:
-            default_name += f"-{'auto' if options.seeds_auto else ''}{options.seeds}seeds"
-        report = options.report or default_name
+        report = options.report or report_name(options)
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", report) or report in (".", ".."):
             raise CompareError(f"--report {report!r}: use letters, digits, '.', '_' and '-' only (a folder name)")
         shape = shape_of(options.preset, given_shape(options))
@@ -599,56 +594,4 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             print(frontier.verdict_line(bf, lambda b: budget_label(budget_key, b)).replace("**", ""))
     tasks = " (with its tasks section), tasks.json" if options.task_names else ""
     print(f"\nwrote {report_dir}/report.md{tasks}, results.csv, results.json and plots ({duration_since(t_start)})")
-    return 0
-
-
-def rerun(report: str, argv: list[str], options_of, again) -> int:
-    """``compare.py --rerun REPORT``: the report's command again, every run trained afresh in new folders
-    (``--out-dir OUT_DIR/rerun``), then each run's bits/char beside the report's.  ``options_of``: compare.py's
-    arguments -> their :class:`CompareOptions`; ``again``: compare.py's main, run on the report's arguments."""
-    path = Path(report)
-    path = path / "results.json" if path.is_dir() else path
-    doc = read_json_or_none(path)
-    argv_ok = isinstance(doc, dict) and isinstance(doc.get("meta"), dict) and isinstance(doc["meta"].get("argv"), list)
-    if not argv_ok or not all(isinstance(a, str) for a in doc["meta"]["argv"]):
-        print(f"{PROG}: error: --rerun {report}: no results.json with the command (meta.argv) there", file=sys.stderr)
-        return 2
-    old = [a for a in doc["meta"]["argv"]]
-    others = [a for a in argv if a != report and not a.startswith("--rerun") and a != "--dry-run"]
-    if others:
-        print(f"{PROG}: error: --rerun takes no other arguments (got {' '.join(others)})", file=sys.stderr)
-        return 2
-    if not isinstance(doc["meta"].get("name", ""), str) or not isinstance(doc.get("results", []), list):
-        print(f"{PROG}: error: --rerun {report}: results.json's meta.name or results is malformed", file=sys.stderr)
-        return 2
-    try:
-        pinned = measurement_flags(doc["meta"].get("measurement"), old)
-    except ValueError as e:
-        print(f"{PROG}: error: --rerun {report}: results.json's meta.measurement {e}", file=sys.stderr)
-        return 2
-    if "--recipe" not in old:  # a report from before --recipe was forwarded: its runs' own recipe, not today's default
-        used = {((r.get("provenance") or {}).get("pretrain_args") or {}).get("recipe") for r in doc.get("results", [])}
-        old += ["--recipe", used.pop() or "gpt2"] if len(used) == 1 else []  # no recipe recorded: before recipes
-    old += pinned  # later flags win: measured as the report was, whatever today's defaults
-    parsed = options_of(old)
-    name = (parsed.report or doc["meta"].get("name") or path.parent.name) + "-rerun"
-    new_argv = [*old, "--report", name, "--out-dir", str(Path(parsed.out_dir) / "rerun")]
-    from storygpt.compare.seeds_auto import rerun_flags
-
-    try:  # --seeds auto: the report's own seed rounds, not a new adaptive plan
-        new_argv += rerun_flags(doc, parsed.seeds_auto)
-    except ValueError as e:
-        print(f"{PROG}: error: --rerun {report}: {e}", file=sys.stderr)
-        return 2
-    rc = again(new_argv + ["--dry-run"] * ("--dry-run" in argv))
-    if rc != 0 or "--dry-run" in argv:
-        return rc
-    again = read_json_or_none(Path(parsed.reports_dir) / name / "results.json") or {}
-    before = {(r["spec"], r.get("budget"), r.get("seed")): r["bits_per_char"] for r in doc.get("results", [])}
-    print("\nrun (tokenizer, budget, seed)        report    rerun  difference")
-    for r in again.get("results", []):
-        key = (r["spec"], r.get("budget"), r.get("seed"))
-        if key in before:
-            d = r["bits_per_char"] - before[key]
-            print(f"{' '.join(map(str, key)):<34} {before[key]:.4f}  {r['bits_per_char']:.4f}  {d:+.4f}")
     return 0

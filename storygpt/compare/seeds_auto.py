@@ -148,14 +148,6 @@ def decision_of(results: list[dict], max_seeds: int):
     return decide(tested, max_seeds, alpha=ALPHA, spending=SPENDING), ineligible
 
 
-def auto_report_name(options) -> str:
-    """The default report name of --seeds auto:MAX: ``CORPUS-BUDGET-autoMAXseeds``."""
-    from storygpt.compare.settings import budget_label, budget_of, corpus_name
-
-    key, values = budget_of(options)
-    return f"{corpus_name(options.name, options.train_file, options.corpus)}-{budget_label(key, values[0])}-auto{options.seeds}seeds"
-
-
 def check_auto(options) -> list[str]:
     """The SPECs of an auto comparison, as compare.py names them (``str`` of the parsed SPEC).
 
@@ -178,11 +170,12 @@ def compare_auto(options, argv: list[str], compare) -> int:
     """compare.py with ``--seeds auto:MAX`` (``options.seeds`` is MAX, ``options.seeds_auto`` set): seed rounds
     as the module's docstring says, each through ``compare(options, argv)`` (compare.py's run order) with the
     round's plan; with ``options.seed_plan`` given (``--rerun``) that plan only.  Returns the exit status."""
+    from storygpt.compare.preflight import report_name
     from storygpt.compare.settings import CompareError
 
     try:
         names = check_auto(options)
-        report = options.report or auto_report_name(options)
+        report = options.report or report_name(options)
     except CompareError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

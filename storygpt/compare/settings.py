@@ -223,8 +223,8 @@ def parse_budget_list(flag: str, text: str) -> list[float]:
 
 
 def budget_of(options: CompareOptions) -> tuple[str, list[float]]:
-    """The one kind of budget given (key of :data:`BUDGETS`) and its values (a sweep when several); FLOPs
-    by default.
+    """The one kind of budget given (key of :data:`BUDGETS`) and its values, ascending (a sweep when several:
+    the same runs and report whatever order it was typed in); FLOPs by default.
 
     Raises:
         CompareError: several kinds of budget, or a value that is not a positive finite number.
@@ -236,7 +236,7 @@ def budget_of(options: CompareOptions) -> tuple[str, list[float]]:
     if not given:
         return "budget_flops", [DEFAULT_BUDGET_FLOPS]
     key = given[0]
-    return key, parse_budget_list(BUDGETS[key][0], getattr(options, key))
+    return key, sorted(parse_budget_list(BUDGETS[key][0], getattr(options, key)))
 
 
 def budget_label(key: str, value: float) -> str:

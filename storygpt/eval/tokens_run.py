@@ -8,6 +8,7 @@ training text is that folder's ``train.txt``; :func:`measure_all` gives one row 
 
 from __future__ import annotations
 
+import codecs
 import os
 import time
 from collections.abc import Sequence
@@ -15,12 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storygpt.data.corpora import written_slug
+from storygpt.data.docstream import check_text_file
 from storygpt.eval.intrinsic import Text, encode_text, load_text, measure, missing_optional
 from storygpt.eval.vocab_sweep import check_sizes
 from storygpt.tokenizers.base import missing_package, require
 from storygpt.tokenizers.interop import is_rank_file_path
 from storygpt.tokenizers.interop_tiktoken import get_encoding
 from storygpt.tokenizers.spec import SpecError, build_tokenizer, parse_spec
+
+#: the bytes of the training text check_plan reads: white space only (in a file no longer) or not UTF-8 is refused
+EMPTY_CHECK_BYTES = 1 << 16
 
 
 class PlanError(ValueError):
@@ -120,9 +125,21 @@ def check_plan(
         train = Path(train_file)
     elif sweepable or any(parse_spec(s).is_trained for s in specs):
         train = folder / "train.txt"
-    if train is not None and not train.is_file():
-        how = "run `python data.py` first" if train_file is None else "no such file"
-        raise PlanError(f"training text {train}: {how} (trained SPECs: {' '.join(sweepable)})")
+    if train is not None and train_file is None and not train.is_file():
+        raise PlanError(f"training text {train}: run `python data.py` first (trained SPECs: {' '.join(sweepable)})")
+    if train is not None:  # a folder or an empty file: refused here, not after the texts are measured
+        try:
+            check_text_file(train)
+        except FileNotFoundError as e:
+            raise PlanError(f"training text {e} (trained SPECs: {' '.join(sweepable)})") from None
+        with open(train, "rb") as f:
+            head = f.read(EMPTY_CHECK_BYTES + 1)
+        if len(head) <= EMPTY_CHECK_BYTES and not head.strip():
+            raise PlanError(f"training text {train}: the file is empty (no text in it)")
+        try:  # its start: a file that is not text at all is refused before any work
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) <= EMPTY_CHECK_BYTES)
+        except UnicodeDecodeError as e:
+            raise PlanError(f"training text {train}: not UTF-8 text (byte offset {e.start}: {e.reason})") from None
     return Plan(list(specs), texts, train, folder, list(sweep_sizes), reference, parallel)
 
 

@@ -50,7 +50,7 @@ def check_sizes(spec_text: str, sizes: Sequence[int]) -> None:
     if spec.kind not in SWEEP_KINDS:
         raise SpecError(f"--vocab-sweep trains {', '.join(SWEEP_KINDS)}, not {spec_text}")
     for v in sizes:
-        spec.with_vocab_size(v)
+        spec.with_vocab_size(v, "--vocab-sweep")
 
 
 def bpe_prefix(tokenizer, vocab_size: int):

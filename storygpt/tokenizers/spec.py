@@ -58,23 +58,23 @@ class TokenizerSpec:
             return None
         return self.arg[0] if isinstance(self.arg, tuple) else self.arg
 
-    def with_vocab_size(self, vocab_size: int) -> TokenizerSpec:
-        """This SPEC with another vocabulary size (``--vocab-size``; a tuple ARG's other parts back to
-        their defaults, as ``superbpe:V``).
+    def with_vocab_size(self, vocab_size: int, flag: str = "--vocab-size") -> TokenizerSpec:
+        """This SPEC with another vocabulary size (``flag``, named in the errors; a tuple ARG's other parts back
+        to their defaults, as ``superbpe:V``).
 
         Raises:
             SpecError: a kind that takes no vocabulary size; a size that is not a positive
                 integer, too large, or refused by the kind's ``check_arg`` (named).
         """
         if not self.is_trained:
-            raise SpecError(f"--vocab-size applies to bpe and word and the other kinds trained here, not to {self}")
-        vocab_size = _check_min_vocab(self.kind, check_vocab_size(vocab_size, "--vocab-size"), "--vocab-size")
+            raise SpecError(f"{flag} applies to bpe and word and the other kinds trained here, not to {self}")
+        vocab_size = _check_min_vocab(self.kind, check_vocab_size(vocab_size, flag), flag)
         arg, check = vocab_size, kinds()[self.kind].check_arg
         if check is not None:
             try:
                 arg = check(arg)
             except ValueError as e:
-                raise SpecError(f"--vocab-size {vocab_size} for {self.kind}: {e}") from None
+                raise SpecError(f"{flag} {vocab_size} for {self.kind}: {e}") from None
         return replace(self, arg=arg)
 
     @property

@@ -28,6 +28,8 @@ from storygpt.train.runfolder import MetricsLog, Paused, RunError, RunFiles, os_
 BRANCH_RECORD = "branch.json"
 #: the budget kinds a trunk may branch on (Budgets' fields; ``minutes`` is not known before training)
 KINDS = ("max_steps", "tokens", "chars", "flops")
+#: pretrain.py's flag of each of :data:`KINDS`
+FLAGS = {"max_steps": "--max-steps", "tokens": "--budget-tokens", "chars": "--budget-chars", "flops": "--budget-flops"}
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,39 @@ def branch_kind(budgets: Budgets, schedule: str) -> str:
         raise ValueError("--branch cannot go with --minutes (a time budget is not known before training)")
     given = [k for k in KINDS if getattr(budgets, k) is not None]
     if len(given) != 1:
-        raise ValueError(f"--branch needs exactly one budget of {', '.join(KINDS)}, got {len(given)}")
+        got = ", ".join(FLAGS[k] for k in given) or "none"
+        raise ValueError(f"--branch needs exactly one budget of {', '.join(FLAGS.values())} (the trunk's), got {got}")
     return given[0]
+
+
+def check_branches(texts: list[str], budgets: Budgets | None, schedule: str | None, trunk: Path) -> list:
+    """The ``--branch NAME=BUDGET`` values ``texts`` of the trunk in folder ``trunk`` as ``[(NAME, BUDGET)]``
+    (BUDGET an int for ``max_steps``): pretrain.py's one check, before any work, of the run and of --dry-run.
+    ``budgets`` and ``schedule`` None (not known yet: a --dry-run of a --resume): the names and values only.
+
+    Raises:
+        ValueError: one line naming the --branch value: :func:`parse_branch`'s, :func:`branch_kind`'s, a name
+            or budget given twice, a branch not below the trunk's budget, not a whole number of steps, or the
+            trunk's own folder.
+    """
+    kind = None if budgets is None else branch_kind(budgets, schedule)
+    out: list = []
+    for text in texts:
+        name, value = parse_branch(text)
+        if kind == "max_steps":
+            if value != int(value):
+                raise ValueError(f"--branch {text}: --max-steps counts whole steps")
+            value = int(value)
+        twin = next((t for t, (n, v) in zip(texts, out) if n == name or v == value), None)
+        if twin is not None:
+            what = "name" if twin.partition("=")[0] == name else "budget"
+            raise ValueError(f"--branch {text}: the same {what} as --branch {twin}")
+        if kind is not None and not value < getattr(budgets, kind):
+            raise ValueError(f"--branch {text}: not below this run's {FLAGS[kind]} (the trunk)")
+        if (trunk.parent / name).resolve() == trunk.resolve():
+            raise ValueError(f"--branch {text}: that is this run's own folder")
+        out.append((name, value))
+    return out
 
 
 def diverges(r: Run, state: TrainState, budgets: Budgets) -> bool:

@@ -229,6 +229,47 @@ def test_seeds_sweep_fit_and_reuse(layout):
     assert done.stdout.count("done before") == 12
 
 
+@pytest.mark.parametrize(
+    "given, name",
+    [
+        ({}, "shakespeare-flops5e12"),
+        ({"seeds": 2, "sizes": "tiny,small"}, "shakespeare-flops5e12-sizes-tiny-small-2seeds"),  # was: no sizes
+        ({"sizes": "base,tiny"}, "shakespeare-flops5e12-sizes-tiny-base"),  # smallest first
+        ({"budget_flops": "2e12,1e12", "seeds": 2}, "shakespeare-flops1e12-2e12-2seeds"),  # was: flops2e12-1e12
+        ({"budget_tokens": "3e6", "seeds": 4, "seeds_auto": True, "name": "tiny"}, "tiny-tokens3e6-auto4seeds"),
+        ({"minutes": "2,0.5", "train_file": "my/own.txt"}, "own-minutes0.5-2"),
+    ],
+)
+def test_report_name_holds_budgets_ascending_sizes_and_seeds(given, name):
+    from storygpt.compare.preflight import report_name
+
+    assert report_name(CompareOptions(**given)) == name
+
+
+def test_report_name_refuses_bad_sizes_and_budgets():
+    from storygpt.compare.preflight import report_name
+
+    with pytest.raises(CompareError, match="--sizes: unknown preset 'huge'"):
+        report_name(CompareOptions(sizes="tiny,huge"))
+    with pytest.raises(CompareError, match="--budget-flops 1e12,x: 'x' is not a number"):
+        report_name(CompareOptions(budget_flops="1e12,x"))
+
+
+def test_a_sweep_typed_in_another_order_is_the_same_report_and_runs(layout):
+    argv = [*layout["argv"]]
+    argv[argv.index("--budget-flops") + 1] = "2e11,1e11"
+    assert fake(layout, name="first.jsonl")[0].returncode == 0  # the layout's one budget: 1e11
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['cwd'] / 'second.jsonl'}")
+    assert done.returncode == 0, done.stderr
+    assert "-> reports/tiny-flops1e11-2e11" in done.stdout and done.stdout.count("done before") == 3
+    doc = json.loads((layout["cwd"] / "reports" / "tiny-flops1e11-2e11" / "results.json").read_text())
+    assert [r["budget"] for r in doc["results"]] == ["flops1e11", "flops2e11"] * 3  # each tokenizer's, ascending
+    argv[argv.index("--budget-flops") + 1] = "1e11,2e11"
+    done = compare(layout["cwd"], *argv, fault=f"record_tools:{layout['cwd'] / 'third.jsonl'}")
+    assert done.returncode == 0 and done.stdout.count("done before") == 6  # nothing trained again
+    assert sorted(p.name for p in (layout["cwd"] / "reports").iterdir()) == ["tiny-flops1e11", "tiny-flops1e11-2e11"]
+
+
 def test_interrupted_run_is_resumed_and_nothing_finished_retrained(layout):
     done, _ = fake(layout)
     assert done.returncode == 0, done.stderr

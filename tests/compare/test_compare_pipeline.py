@@ -172,6 +172,53 @@ def test_rerun_of_a_malformed_measurement_is_one_line(tmp_path, measurement, wor
     assert err.startswith(f"compare.py: error: --rerun {tmp_path}: results.json's ") and words in err
 
 
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (None, "no results.json there"),
+        ("{bad", "REPORT/results.json is not valid JSON (corrupt?)"),
+        (b"\xff\xfe{}", "REPORT/results.json is not valid JSON (corrupt?)"),  # not UTF-8
+        ("[1]", "REPORT/results.json has no command (meta.argv)"),
+        ('{"meta": {}}', "REPORT/results.json has no command (meta.argv)"),
+        ('{"meta": {"argv": "byte"}}', "REPORT/results.json has no command (meta.argv)"),
+        ('{"meta": {"argv": ["byte", 3]}}', "REPORT/results.json has no command (meta.argv)"),
+    ],
+)
+def test_rerun_names_what_is_wrong_with_results_json(tmp_path, content, words):
+    """Before: "no results.json with the command (meta.argv) there" for each of these."""
+    report = tmp_path / "rep"
+    report.mkdir()
+    if content is not None:
+        path = report / "results.json"
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    err = error_line(compare(tmp_path, "--rerun", str(report)))
+    assert err == f"compare.py: error: --rerun {report}: {words.replace('REPORT', str(report))}" + (
+        ": made by an older compare.py or edited" if "no command" in words else ""
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["rep"] + ["results.json"] * (content is not None)
+
+
+@pytest.mark.parametrize(
+    "stored, reason",
+    [
+        (["--seeds", "abc"], "--seeds abc: give a number of seeds (e.g. 3), auto or auto:MAX (e.g. auto:6)"),
+        (["--seeds", "0"], "--seeds must be in 1 .. 1000, got 0"),
+        (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["--recipe", "llama"], "argument --recipe: invalid choice: 'llama' (choose from 'gpt2', 'modern')"),
+        (["--budget-flops", "1e9,x"], "--budget-flops 1e9,x: 'x' is not a number"),
+        (["--sizes", "huge"], "--sizes: unknown preset 'huge'"),
+    ],
+)
+def test_rerun_of_a_command_not_valid_today_says_it_is_the_reports(tmp_path, stored, reason):
+    """A bad flag in meta.argv was reported as if typed (with argparse's usage lines): now one line naming it."""
+    doc = {"meta": {"name": "x", "argv": ["byte", *stored]}, "results": []}
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    err = error_line(compare(tmp_path, "--rerun", str(tmp_path)))
+    why = "the report's command (results.json meta.argv) is not valid today"
+    assert err.startswith(f"compare.py: error: --rerun {tmp_path}: {why}: {reason}")
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
 def test_rerun_with_another_flag_written_with_equals_is_refused(tmp_path):
     doc = {"meta": {"name": "x", "argv": ["byte"]}, "results": []}
     (tmp_path / "results.json").write_text(json.dumps(doc))

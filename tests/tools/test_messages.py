@@ -40,6 +40,21 @@ def test_torch_reason_keeps_a_long_line_whole():
     assert torch_reason(e.value) == f'Unexpected key(s) in state_dict: "{key}".'
 
 
+def test_a_truncated_checkpoint_is_one_short_line(tmp_path):
+    """Before: torch's four sentences of advice after the cause (a 500-character line from compare.py)."""
+    from storygpt.checkpoint import CheckpointError, read_checkpoint
+
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model": torch.nn.Linear(64, 64).state_dict()}, path)
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(CheckpointError) as e:
+        read_checkpoint(path)
+    assert str(e.value) == (
+        f"{path}: cannot read checkpoint (corrupt or truncated file?): RuntimeError: PytorchStreamReader failed "
+        "reading zip archive: failed finding central directory."
+    )
+
+
 def test_tiktoken_offline_message_keeps_the_url(monkeypatch, tmp_path):
     tiktoken = pytest.importorskip("tiktoken")
     from storygpt.tokenizers.interop import InteropError, from_tiktoken

@@ -206,6 +206,13 @@ def bad_inputs(tmp_path, made):
         (["bpe", *ev, "--data", tmp_path / "d"], "run `python data.py` first"),
         (["byte", "--data", tmp_path / "d"], "valid.txt: no such file; run `python data.py` first"),
         (["byte", *ev, "--eval", "noequals"], "--eval noequals: expected NAME=PATH"),
+        # the training text, before any work (before: a folder was "no such file"; empty or not UTF-8, exit 1 after
+        # the texts were read); --vocab-sweep's sizes named as --vocab-sweep, not --vocab-size
+        (["bpe", *ev, "--train-file", tmp_path], f"training text {tmp_path}: is a folder, not a text file"),
+        (["bpe", *ev, "--train-file", empty], f"training text {empty}: the file is empty (no text in it)"),
+        (["bpe", *ev, "--train-file", latin], f"training text {latin}: not UTF-8 text (byte offset 3: "),
+        (["bpe", *ev, "--train-file", made, "--vocab-sweep", "0,512"], "--vocab-sweep must be a positive whole"),
+        (["bpe", *ev, "--train-file", made, "--vocab-sweep", "100,512"], "--vocab-sweep=100 is too small: bpe"),
     ]
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_tool
+from conftest import call_tool, run_tool
 from pretrain_runs import TINY_FLAGS, assert_error, make_corpus, refused, trained
 
 from storygpt.train import branch
+from storygpt.train.loop import Budgets
 
 WSD = [*TINY_FLAGS, "--schedule", "wsd", "--decay-fraction", "0.5", "--dropout", "0.1", "--eval-interval", "4"]
 TIMED = ("elapsed", "tokens_per_sec", "flops_per_sec")
@@ -124,6 +125,70 @@ def test_cosine_and_bad_branches_are_refused_before_any_work(corpus, tmp_path):
     err = refused("--data", corpus, "--run-dir", tmp_path / "top", *WSD, "--minutes", "1", "--branch=b=2")
     assert_error(r"--branch cannot go with --minutes", err)
     assert not (tmp_path / "top").exists()
+
+
+STEPS12 = Budgets(max_steps=12)
+
+
+@pytest.mark.parametrize(
+    "texts, budgets, schedule, message",
+    [
+        (["a/b=1e9"], STEPS12, "wsd", "--branch 'a/b=1e9': expected NAME=BUDGET, NAME a plain folder name"),
+        (["=1e12"], STEPS12, "wsd", "--branch '=1e12': expected NAME=BUDGET"),
+        (["a="], STEPS12, "wsd", "--branch 'a=': the budget '' is not a number"),
+        (["a=x"], STEPS12, "wsd", "--branch 'a=x': the budget 'x' is not a number"),
+        (["a=-1"], STEPS12, "wsd", "--branch 'a=-1': the budget must be a positive finite number"),
+        (["a=5", "a=8"], STEPS12, "wsd", "--branch a=8: the same name as --branch a=5"),  # was: a=5 overwritten
+        (["a=5", "b=5.0"], STEPS12, "wsd", "--branch b=5.0: the same budget as --branch a=5"),
+        (["a=5.5"], STEPS12, "wsd", "--branch a=5.5: --max-steps counts whole steps"),  # was: 5, silently
+        (["a=12"], STEPS12, "wsd", "--branch a=12: not below this run's --max-steps (the trunk)"),
+        (["a=2e12"], Budgets(flops=1e12), "wsd", "--branch a=2e12: not below this run's --budget-flops"),
+        (["top=5"], STEPS12, "wsd", "--branch top=5: that is this run's own folder"),
+        (["a=5"], STEPS12, "cosine", "--branch needs --schedule wsd: cosine decays from step 0"),
+        (["a=5"], Budgets(minutes=1.0), "wsd", "--branch cannot go with --minutes"),
+        (["a=5"], Budgets(), "wsd", "--branch needs exactly one budget of --max-steps, --budget-tokens, "),
+        (["a=5"], Budgets(max_steps=9, flops=1e9), "wsd", "got --max-steps, --budget-flops"),
+        (["a/b=5"], None, None, "--branch 'a/b=5': expected NAME=BUDGET"),  # a --dry-run --resume: names only
+        (["a=5", "a=6"], None, None, "--branch a=6: the same name as --branch a=5"),
+    ],
+)
+def test_check_branches_refuses_each_bad_value_in_one_line(tmp_path, texts, budgets, schedule, message):
+    with pytest.raises(ValueError) as e:
+        branch.check_branches(texts, budgets, schedule, tmp_path / "top")
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_check_branches_gives_names_and_budgets(tmp_path):
+    top = tmp_path / "top"
+    assert branch.check_branches(["b5=5", "b8=8.0"], STEPS12, "wsd", top) == [("b5", 5), ("b8", 8)]
+    assert isinstance(branch.check_branches(["b=5"], STEPS12, "wsd", top)[0][1], int)  # steps: whole
+    assert branch.check_branches(["s=1e11"], Budgets(flops=1e12), "wsd", top) == [("s", 1e11)]
+    assert branch.check_branches(["b=50"], None, None, top) == [("b", 50.0)]  # budget unknown: not compared
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [*WSD, "--max-steps", "12", "--branch=a/b=1e9"],
+        [*WSD, "--max-steps", "12", "--branch=b5=5", "--branch=b5=8"],
+        [*WSD, "--max-steps", "12", "--branch=b5=5", "--branch=c5=5"],
+        [*WSD, "--max-steps", "12", "--branch=b=12"],
+        [*WSD, "--minutes", "1", "--branch=b=2"],
+        [
+            *WSD,
+            "--branch=b=2",
+        ],  # no budget: --minutes 10 is filled in after the check (was: "cannot go with --minutes")
+        [*TINY_FLAGS, "--max-steps", "12", "--branch=b=2"],  # gpt2: cosine
+    ],
+)
+def test_dry_run_refuses_bad_branches_as_the_run_does(corpus, tmp_path, extra):
+    """pretrain.py --dry-run gives the run's own line (both call branch.check_branches); nothing is written."""
+    argv = ["--data", corpus, "--run-dir", tmp_path / "top", *extra]
+    dry, real = call_tool("pretrain", *argv, "--dry-run"), call_tool("pretrain", *argv)
+    assert dry.returncode == real.returncode == 1 and dry.stdout == ""
+    assert dry.stderr == real.stderr and len(dry.stderr.splitlines()) == 1, dry.stderr
+    assert dry.stderr.startswith("pretrain.py: error: --branch")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_corrupt_trunk_checkpoint_is_one_line(corpus, tmp_path):
