@@ -278,6 +278,7 @@ def dry_run(args) -> int:
     """Print the flags' settings, the run folder and :func:`estimate` (a --resume run's stored settings are
     not read); the estimate also on stderr, in words."""
     folder = run_folder(args)
+    check_pause(args)
     if args.branch:  # as the run refuses them (a --resume's stored budgets and recipe are not read: names only)
         checked_branches(args, folder, resumed=args.resume)
     with_budget(args)
@@ -413,6 +414,7 @@ def train_in(
         args.pause_after_branches = pause  # an instruction to this session, never kept by the run
     spec, data_dir = parse_spec(args.tokenizer), Path(args.data).resolve()
     before_step = None
+    check_pause(args)
     if args.branch:  # refused before any data is read (and before --minutes 10 fills in a missing budget)
         wanted = checked_branches(args, files.folder, ckpt)
         before_step = brancher_of(args, files, wanted, to_plain({**vars(args), "data": str(data_dir)}))
@@ -471,6 +473,12 @@ def train_in(
     )
     live.before_step = before_step
     return start.train(r, live, options, threads, dtype, fresh=ckpt is None)
+
+
+def check_pause(args) -> None:
+    """Raises RunError: --pause-after-branches without a --branch (nothing would stop the run)."""
+    if args.pause_after_branches and not args.branch:
+        raise RunError("--pause-after-branches goes with --branch NAME=BUDGET (it stops the run once they are written)")
 
 
 def checked_branches(args, folder: Path, ckpt: dict | None = None, resumed: bool = False) -> list:

@@ -114,6 +114,15 @@ def test_paused_trunk_resumes_as_if_it_had_not_stopped(corpus, tmp_path):
     assert_same_run(out / "b8", pretrain(corpus, tmp_path / "alone" / "b8", "--max-steps", "8")["folder"])
 
 
+def test_pause_without_a_branch_is_refused_in_one_line(corpus, tmp_path):
+    for extra in ([], ["--dry-run"]):
+        err = refused(
+            "--data", corpus, "--run-dir", tmp_path / "top", *WSD, "--max-steps", "6", "--pause-after-branches", *extra
+        )
+        assert_error(r"^pretrain.py: error: --pause-after-branches goes with --branch NAME=BUDGET", err)
+    assert not (tmp_path / "top").exists()
+
+
 def test_cosine_and_bad_branches_are_refused_before_any_work(corpus, tmp_path):
     cos = [*TINY_FLAGS, "--max-steps", "12"]
     err = refused("--data", corpus, "--run-dir", tmp_path / "top", *cos, "--branch=b8=8")
