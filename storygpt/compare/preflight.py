@@ -423,7 +423,7 @@ def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, dat
     unit = BUDGETS[runs[0].budget[0]][2]
     print(
         f"compare.py --dry-run: {len({str(r.spec) for r in runs})} tokenizers on {settings.corpus}, "
-        f"{', '.join(sorted({number(r.budget[1]) for r in runs}))} {unit} each -> {report_dir} (nothing is written)"
+        f"{', '.join(number(v) for v in sorted({r.budget[1] for r in runs}))} {unit} each -> {report_dir} (nothing is written)"
     )
     print(f"{'run':<34} {'round':>5}  {'plan':<7} {'FLOPs':>9} {'to train':>9} {'time':>8}")
     for run, state, flops, todo, seconds in rows:
