@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -153,7 +154,7 @@ def build_parser(parser_class: type[ToolParser] = ToolParser) -> argparse.Argume
     g.add_argument(
         "--halving-margin",
         type=float,
-        default=0.0,
+        default=None,
         metavar="BPC",
         help="--halving drops a tokenizer only when it is worse than the best by more than this many bits/char "
         "(with 95%% confidence; default 0)",
@@ -319,8 +320,9 @@ def read_seeds(args: argparse.Namespace) -> str | None:
             args.halving_plan = parse_plan(args.halving_plan)
         except ValueError as e:
             return str(e)
-    if (args.halving_plan is not None or args.halving_margin) and not args.halving:
+    if (args.halving_plan is not None or args.halving_margin is not None) and not args.halving:
         return f"--halving-{'plan' if args.halving_plan is not None else 'margin'} goes with --halving"
+    args.halving_margin = 0.0 if args.halving_margin is None else args.halving_margin
     return None
 
 
@@ -431,7 +433,15 @@ def rerun(report: str, argv: list[str], options_of, again) -> int:
     return 0
 
 
+def stop_on_sigterm(signum, frame) -> None:
+    """SIGTERM (kill, a scheduler) stops compare.py as Ctrl-C does: its running tools are stopped, each writing
+    its checkpoint, and the same command continues (without it, the tools, in sessions of their own, went on)."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # a process of its own (not a call from a test or another program)
+        signal.signal(signal.SIGTERM, stop_on_sigterm)
     argv = list(sys.argv[1:] if argv is None else argv)
     args, task_names = checked_args(build_parser(), argv)
     if args.rerun is not None:

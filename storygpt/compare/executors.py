@@ -157,7 +157,7 @@ class LocalEngine:
 
     def stop(self) -> None:
         """Ctrl-C: every running tool gets SIGINT (pretrain.py writes its checkpoint), then the threads end."""
-        from storygpt import toolrun
+        from storygpt.compare import toolrun
 
         toolrun.stop_all()
         self.pool.shutdown(wait=True, cancel_futures=True)

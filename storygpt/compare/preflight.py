@@ -446,8 +446,8 @@ def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, dat
         print(totals(f"largest plan (--seeds auto:{options.seeds}: {options.seeds} seeds each)", rows))
     else:
         print(totals("total", rows))
-    if branches:
-        shared = [r for r in rows if r[1] == "branch" and r[2]]
+    shared = [r for r in rows if r[1] == "branch" and r[2]]
+    if shared:
         saved = sum(r[2] - r[3] for r in shared)
         print(
             f"shared (wsd): {len(shared)} of {len(rows)} runs branch from their trunk's decay start, "

@@ -491,7 +491,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
                 engine = executors.LocalEngine(slots)
         if engine is not None:  # the trunks first, then their branches (written by the trunks)
             first = [r for k, r in enumerate(runs) if k in trunks and r in todo]
-            parts = [first, [r for r in todo if r not in first]] if first else [todo]
+            parts = [p for p in ([first, [r for r in todo if r not in first]] if first else [todo]) if p]
             for n, part in enumerate(parts):  # an engine ends with its jobs: the branches get a new one
                 if n:
                     engine = (

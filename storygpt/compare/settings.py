@@ -520,7 +520,7 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
         parts.append(
             f"{s.get('steps', 0):,} steps, {human(s.get('tokens'))} tokens, {human(s.get('chars'))} chars, "
             f"{sci(s.get('flops'))} FLOPs, {duration(s.get('elapsed'))} training "
-            + (f"(stopped by {s['stop_reason']})" if s.get("stop_reason") else "(paused: a trunk of --halving)")
+            + (f"(stopped by {s['stop_reason']})" if s.get("stop_reason") else "(not finished: interrupted or paused)")
         )
     if row.get("bits_per_character") is not None:
         parts.append(f"held-out {row['bits_per_character']:.4f} bits/char")

@@ -48,6 +48,8 @@ def parse_plan(text: str) -> tuple:
         ok = isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)
         if not ok or not isinstance(row[1], int) or isinstance(row[1], bool) or row[1] < 1:
             raise ValueError(f"--halving-plan entry {row!r} is not [SPEC, budgets >= 1]")
+    if len({row[0] for row in rows}) < len(rows):
+        raise ValueError("--halving-plan names a SPEC twice")
     return tuple((k, n) for k, n in rows)
 
 
@@ -122,9 +124,13 @@ def compare_halving(options, argv: list[str], compare) -> int:
             flush=True,
         )
         return compare(options, argv)
-    if options.halving_plan is not None:  # --rerun: the report's own plan, replayed
+    if options.halving_plan is not None:  # --rerun: the report's own plan, replayed (--dry-run: its plan only)
         rc = compare(options, argv)
-        return rc or finish(report_dir, key, budgets, dict(options.halving_plan), options.halving_margin)
+        return (
+            rc
+            if rc or options.dry_run
+            else finish(report_dir, key, budgets, dict(options.halving_plan), options.halving_margin)
+        )
     plan = {name: 1 for name in names}
     dropped: list[Drop] = []
     label = budget_text(key)
@@ -141,7 +147,8 @@ def compare_halving(options, argv: list[str], compare) -> int:
         dropped += new
         going = [k for k in still_in if k not in {d.spec for d in new}]
         print(
-            f"\nhalving: at {label(budgets[j - 1])}, best {verdict.get('best')}; "
+            f"\nhalving: at {label(budgets[j - 1])}, "
+            + (f"best {verdict['best']}; " if verdict.get("best") else "no fair best (under-trained or lossy runs); ")
             + (f"dropped {'; '.join(drop_line(d, label) for d in new)}; " if new else "none dropped; ")
             + f"{', '.join(going)} go on to {label(budgets[j])}",
             flush=True,
@@ -161,17 +168,24 @@ def verdict_at(report_dir: Path, budget: float) -> dict:
     return next((v for v in doc.get("verdicts", []) if v.get("budget") == budget), {})
 
 
-def trained_folders(results: list[dict]) -> list[Path]:
-    """The run folders that trained the report's results: theirs and their trunks' (branch.json ``trunk``)."""
+def halving_flops(results: list[dict]) -> float:
+    """Training FLOPs of the sweep's runs: each result's own (summary.json's less what a branch took over from its
+    trunk, branch.json) and, for a trunk paused below the top (no result of its own), its FLOPs up to its last
+    branch: fixed once the sweep is done, whatever a later full grid adds to that trunk."""
     from storygpt.train.branch import BRANCH_RECORD
 
-    folders = {Path(r["run_dir"]) for r in results}
-    for folder in list(folders):
+    own, paused = 0.0, {}
+    dirs = {Path(r["run_dir"]).resolve() for r in results}
+    for r in results:
         try:
-            folders.add(Path(json.loads((folder / BRANCH_RECORD).read_text(encoding="utf-8"))["trunk"]))
+            record = json.loads((Path(r["run_dir"]) / BRANCH_RECORD).read_text(encoding="utf-8"))
+            taken, trunk = float(record["flops"]), Path(record["trunk"]).resolve()
         except (OSError, ValueError, KeyError, TypeError):
-            pass
-    return sorted(folders)
+            taken, trunk = 0.0, None
+        own += r["flops"] - taken
+        if trunk is not None and trunk not in dirs:
+            paused[trunk] = max(paused.get(trunk, 0.0), taken)
+    return own + sum(paused.values())
 
 
 def full_grid_flops(results: list[dict], budgets: list[float], key: str) -> float:
@@ -198,8 +212,6 @@ def full_grid_flops(results: list[dict], budgets: list[float], key: str) -> floa
 def finish(report_dir: Path, key: str, budgets: list[float], plan: dict, margin: float, dropped=None) -> int:
     """Add the halving to the report (report.md's section, results.json's ``halving`` and each run's
     ``dropped_at_budget``) and print its lines; returns 0.  ``dropped`` None (a rerun): read from the verdicts."""
-    from storygpt.train.branch import flops_trained
-
     doc = json.loads((report_dir / "results.json").read_text(encoding="utf-8"))
     results = doc["results"]
     if dropped is None:  # the plan's drops: each SPEC that stops below the top, at its last budget, as measured now
@@ -216,7 +228,7 @@ def finish(report_dir: Path, key: str, budgets: list[float], plan: dict, margin:
     at = {d.spec: d.budget for d in dropped}
     for r in results:
         r["dropped_at_budget"] = at.get(r["spec"])
-    flops = (flops_trained(trained_folders(results))[0], full_grid_flops(results, budgets, key))
+    flops = (halving_flops(results), full_grid_flops(results, budgets, key))
     s = summary(dropped, plan, budgets, margin, flops)
     top = verdict_at(report_dir, budgets[-1]).get("best")
     s["best_at_largest_budget"] = top

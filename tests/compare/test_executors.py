@@ -32,6 +32,29 @@ def test_jobs_run_at_once_on_their_slots():
     assert all(o.ok and o.result == 1 and o.attempts == 1 for o in outcomes) and len(seen) == 3
 
 
+def test_ctrl_c_stops_every_running_tool(monkeypatch):
+    """A KeyboardInterrupt while jobs run at once sends SIGINT to every tool running (toolrun.stop_all), then
+    raises it (the import inside LocalEngine.stop was wrong: the interrupt was an ImportError)."""
+    from storygpt.compare import toolrun
+
+    stopped, started = [], threading.Event()
+    monkeypatch.setattr(toolrun, "stop_all", lambda signum=2: stopped.append(signum))
+
+    def call(slot):
+        started.set()
+        return 0
+
+    def interrupted(*a, **k):
+        started.wait(5)
+        raise KeyboardInterrupt
+
+    engine = LocalEngine([Slot(1, None)])
+    monkeypatch.setattr(engine, "next_done", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        execute(engine, [Job("run0", Path("run0.log"), call)], retries=0, say=print)
+    assert stopped == [2]
+
+
 def _raise(e: Exception):
     raise e
 

@@ -82,6 +82,11 @@ def test_halving_drops_the_clearly_worse_and_continues_the_others(cwd):
     assert "could have won at a larger one" in report
     again = compare(cwd, *sweep())  # the same command: every run reused, nothing trained
     assert again.returncode == 0 and len(pretrain_commands(cwd)) == len(cmds)
+    before = {p: p.read_bytes() for p in (cwd / "reports").rglob("*") if p.is_file()}
+    plan = json.dumps(h["plan"])
+    dry = compare(cwd, *sweep("--halving-plan", plan, "--dry-run"))  # --rerun REPORT --dry-run passes a plan
+    assert dry.returncode == 0, dry.stderr
+    assert {p: p.read_bytes() for p in (cwd / "reports").rglob("*") if p.is_file()} == before
 
 
 def test_a_margin_keeps_a_tokenizer_worse_by_less(cwd):
@@ -138,6 +143,7 @@ def test_parse_plan_errors():
     for text, why in [
         ("x", "--halving-plan is not JSON"),
         ("[]", "non-empty list"),
+        ('[["a",1],["a",2]]', "names a SPEC twice"),
         ('[["a",0]]', r"is not \[SPEC, budgets >= 1\]"),
     ]:
         with pytest.raises(ValueError, match=why):
@@ -171,6 +177,7 @@ def test_bad_halving_flags_are_one_line_before_any_work(cwd):
     for argv, why in [
         (["--budget-flops", "1e11", "--halving"], "--halving drops tokenizers between the budgets of a sweep"),
         (["--budget-flops", "1e11,2e11", "--halving-margin", "0.1"], "--halving-margin goes with --halving"),
+        (["--budget-flops", "1e11,2e11", "--halving-margin", "0"], "--halving-margin goes with --halving"),
         (["--budget-flops", "1e11,2e11", "--halving", "--halving-margin", "-1"], "--halving-margin"),
     ]:
         done = compare(cwd, "byte", "bpe:512", "--train-file", "tiny.txt", *argv)
