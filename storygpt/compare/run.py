@@ -355,6 +355,28 @@ def run_at_once(engine, runs, todo, options, settings, data_dir, out_root, shape
         )
 
 
+def halving_runs(runs: list, plan, branching: bool) -> list:
+    """The runs of ``runs`` (the grid) that ``plan`` trains: each SPEC's runs at its first N budgets, and (with
+    ``branching``) the largest budget's run of a SPEC that stops below it as a paused trunk (``pause``).
+
+    Raises:
+        CompareError: a plan that names a SPEC the comparison does not have, or more budgets than it has.
+    """
+    wanted, values = dict(plan), sorted({r.budget[1] for r in runs})
+    have = {str(r.spec) for r in runs}
+    for spec, n in wanted.items():
+        if spec not in have or n > len(values):
+            raise CompareError(f"the halving plan names {spec} at {n} budgets: no such runs in this comparison")
+    out = []
+    for r in runs:
+        n = wanted.get(str(r.spec), 0)
+        if values.index(r.budget[1]) < n:
+            out.append(r)
+        elif branching and n and r.budget[1] == values[-1]:
+            out.append(replace(r, pause=True))
+    return out
+
+
 def list_runs(specs, grid: tuple, position: str, runs_dir: Path, logs: Path, one_log_per_spec: bool) -> list[Run]:
     """Every run of the comparison, in order: each SPEC at each (size, budget, seed) of ``grid``, its folder in
     ``runs_dir`` and its log in ``logs`` (one per SPEC when runs go one by one, else one per run)."""
@@ -429,9 +451,7 @@ def compare(options: CompareOptions, argv: list[str]) -> int:
             check_run_folder(run, settings)
         schedule = pretrain_setting(pretrain_args, "--schedule", settings.recipe_parts.get("schedule", "cosine"))
         if options.halving_plan is not None:  # --halving's round (storygpt/halving): each SPEC to its last budget
-            from storygpt.halving.rounds import planned_runs
-
-            runs = planned_runs(runs, options.halving_plan, branching=schedule == "wsd" and budget_key != "minutes")
+            runs = halving_runs(runs, options.halving_plan, branching=schedule == "wsd" and budget_key != "minutes")
         trunks, unshared = branch.plan(runs, budget_key, schedule)  # issue 45: budgets that branch
         if options.dry_run:  # the plan, its FLOPs and time; nothing written
             from storygpt.compare.preflight import show_plan

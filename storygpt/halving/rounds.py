@@ -53,30 +53,6 @@ def parse_plan(text: str) -> tuple:
     return tuple((k, n) for k, n in rows)
 
 
-def planned_runs(runs: list, plan, branching: bool) -> list:
-    """The runs of ``runs`` (the grid) that ``plan`` trains: each SPEC's runs at its first N budgets, and (with
-    ``branching``) the largest budget's run of a SPEC that stops below it as a paused trunk (``pause``).
-
-    Raises:
-        CompareError: a plan that names a SPEC the comparison does not have, or more budgets than it has.
-    """
-    from storygpt.compare.settings import CompareError
-
-    wanted, values = dict(plan), sorted({r.budget[1] for r in runs})
-    have = {str(r.spec) for r in runs}
-    for spec, n in wanted.items():
-        if spec not in have or n > len(values):
-            raise CompareError(f"the halving plan names {spec} at {n} budgets: no such runs in this comparison")
-    out = []
-    for r in runs:
-        n = wanted.get(str(r.spec), 0)
-        if values.index(r.budget[1]) < n:
-            out.append(r)
-        elif branching and n and r.budget[1] == values[-1]:
-            out.append(replace(r, pause=True))
-    return out
-
-
 def check_halving(options) -> tuple[list[str], str, list[float]]:
     """The SPECs (as compare.py names them), the budget kind and the sorted budgets of a --halving sweep.
 

@@ -179,7 +179,7 @@ def test_sizes_give_the_isoflop_frontier(cwd, monkeypatch):
     trained = [a for t, a in calls if t == "pretrain.py"]
     assert len(trained) == 12 and sorted({a[a.index("--preset") + 1] for a in trained}) == ["base", "small", "tiny"]
     assert all("--n-layer" not in a for a in trained)
-    report = cwd / "reports" / "tiny-flops1e11-1e12"
+    report = cwd / "reports" / "tiny-flops1e11-1e12-sizes-tiny-small-base"
     doc = json.loads((report / "results.json").read_text())
     fronts = {f["budget"]: f for f in doc["frontiers"]}
     for (spec, budget), n_star in OPTIMUM.items():

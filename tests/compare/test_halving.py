@@ -16,8 +16,9 @@ import pytest
 from conftest import call_tool, one_error_line
 from fake_runs import FLOPS, fake_bpc
 
+from storygpt.compare.run import halving_runs as planned_runs
 from storygpt.compare.settings import CompareError, CompareOptions, Run
-from storygpt.halving.rounds import check_halving, parse_plan, planned_runs
+from storygpt.halving.rounds import check_halving, parse_plan
 from storygpt.halving.rule import drops
 
 pytest.importorskip("matplotlib")
