@@ -432,6 +432,10 @@ def show_plan(runs: list, options, settings, shape_of_run, report_dir: Path, dat
             if not options.seeds_auto or options.seed_plan
             else (1 if run.seed - options.seed < FIRST_SEEDS else "2+")
         )
+        if options.halving:  # the halving round that first trains it; the top budget's trunk trains in each
+            values = sorted({r.budget[1] for r in runs})
+            at = values.index(run.budget[1]) + 1
+            rnd = f"1-{at}" if at == len(values) else at
         print(
             f"{run.label:<34} {rnd!s:>5}  {state:<7} {_sci(flops):>9} {_sci(todo):>9} "
             f"{duration(seconds) if seconds is not None else '?':>8}"

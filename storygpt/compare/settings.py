@@ -515,12 +515,12 @@ def status_line(i: int, n: int, run: Run, what: str, seconds: float | None = Non
     s = read_json_or_none(run.folder / "summary.json") or {}
     b = read_json_or_none(run.folder / "bits.json") or {}
     row = (b.get("results") or [{}])[0]
-    parts = [what]
+    parts, why = [what], "paused: a --halving trunk" if run.pause else "not finished: interrupted"
     if s:
         parts.append(
             f"{s.get('steps', 0):,} steps, {human(s.get('tokens'))} tokens, {human(s.get('chars'))} chars, "
             f"{sci(s.get('flops'))} FLOPs, {duration(s.get('elapsed'))} training "
-            + (f"(stopped by {s['stop_reason']})" if s.get("stop_reason") else "(not finished: interrupted or paused)")
+            + (f"(stopped by {s['stop_reason']})" if s.get("stop_reason") else f"({why})")
         )
     if row.get("bits_per_character") is not None:
         parts.append(f"held-out {row['bits_per_character']:.4f} bits/char")
