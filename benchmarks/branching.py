@@ -28,6 +28,8 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from machine import cpu_model  # noqa: E402
+
 from storygpt.train import branch  # noqa: E402
 
 SHAPE = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "32", "--batch-size", "4"]
@@ -82,7 +84,7 @@ def main() -> None:
     corpus.write_text(Path(a.corpus).read_text(encoding="utf-8")[: a.chars], encoding="utf-8")
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    cpu = next((x.split(":")[1].strip() for x in open("/proc/cpuinfo") if x.startswith("model name")), "?")
+    cpu = cpu_model()
     print(f"corpus: first {a.chars:,} characters of {a.corpus}; CPU {cpu}, {os.cpu_count()} cores, load {load}")
     folders = sweep(work, corpus, a.specs, a.budgets, a.seeds, a.pretrain_arg)
     trained, _ = branch.flops_trained(folders)

@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
+from machine import cpu_model  # noqa: E402
+
 from storygpt.atomic import atomic_write, write_json  # noqa: E402
 from storygpt.data.corpora import SEPARATOR, read_documents  # noqa: E402
 
@@ -195,7 +197,7 @@ def main(argv=None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     results = {
         "machine": {
-            "cpu": _cpu_model(),
+            "cpu": cpu_model(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "commit": _git("rev-parse", "--short", "HEAD"),
@@ -237,16 +239,6 @@ def main(argv=None) -> int:
     print(format_table(results["rows"]))
     print(f"wrote {out_json}")
     return 1 if any(r["rc"] for r in results["rows"]) else 0
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
 
 
 def _git(*args: str) -> str:

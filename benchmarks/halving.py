@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -27,28 +26,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from machine import cpu_model, load  # noqa: E402
+
 from storygpt.train import branch  # noqa: E402
 
 SPECS = ["byte", "bpe:300", "bpe:600", "bpe:1200", "bpe:2400"]
 SHAPE = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "32", "--batch-size", "4"]
 MEASURE = ["--bits-chars", "20000", "--block-chars", "500", "--device", "cpu", "--threads", "1"]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
-def load() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().strip()
-    except OSError:
-        return "?"
 
 
 def compare(work: Path, args, report: str, *extra: str) -> dict:

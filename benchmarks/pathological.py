@@ -41,18 +41,8 @@ for path in (ROOT, ROOT / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from machine import cpu_model, load  # noqa: E402
 from vs_libraries import synthetic  # noqa: E402  (the same texts as the suite)
-
-
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def _timed(fn) -> float:
@@ -77,7 +67,7 @@ def main(argv=None) -> None:
         raise SystemExit(f"needs tiktoken and bpe-openai (pip install -e .[bench]): {e}") from None
     from storygpt.tokenizers.interop import from_tiktoken
 
-    load_before = _load()
+    load_before = load()
     texts = {size: synthetic(f"randletters-{size}") for size in args.sizes}
     reference = tiktoken.get_encoding(args.encoding)
     bpe = bpe_bindings.tokenizer_for_encoding(args.encoding)
@@ -103,11 +93,11 @@ def main(argv=None) -> None:
             order = libs if r % 2 == 0 else libs[::-1]
             for lib in order:
                 cpu[(size, lib)].append(_timed(calls[lib]))
-    load_after = _load()
+    load_after = load()
 
     print(
         f"\n{args.encoding}, {args.rounds} rounds interleaved, fresh storygpt tokenizer per call (construction"
-        f" not timed); 1 text per call, 1 thread each; os.cpu_count() {os.cpu_count()}; CPU {_cpu_model()!r};"
+        f" not timed); 1 text per call, 1 thread each; os.cpu_count() {os.cpu_count()}; CPU {cpu_model()!r};"
         f" load before {load_before}, after {load_after}"
     )
     print("| input | library | CPU ms min | median | ratio min/min | per-round ratio median (range) |")

@@ -19,30 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
+from machine import cpu_model, load
+
 HERE = Path(__file__).resolve().parents[1]
 SPECS = ["bpe:512", "bpe:2048", "bpe:8192"]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
-def load() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().strip()
-    except OSError:
-        return "?"
 
 
 def compare(*argv: str) -> None:
