@@ -2,8 +2,8 @@
 """Does ``compare.py --halving`` name the full grid's best at the largest budget with at most 50% of its training
 FLOPs?  (issue 45's goal.)
 
-    python benchmarks/halving.py                       # 5 tokenizers x 3 budgets, a tiny model, 1 seed
-    python benchmarks/halving.py --budgets 1e9,4e9,1.6e10 --seeds 2
+    python benchmarks/halving.py                       # 5 tokenizers x 3 budgets, a tiny model, 2 seeds
+    python benchmarks/halving.py --budgets 1e9,4e9,1.6e10 --seeds 3
 
 Runs ``compare.py SPECS --budget-flops BUDGETS --halving`` in --work, then the full grid ``compare.py SPECS
 --budget-flops BUDGETS`` in the same folder of runs: the halving's finished runs are runs of the grid (same
@@ -55,7 +55,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("specs", nargs="*", default=SPECS, help=f"tokenizer SPECs (default: {' '.join(SPECS)})")
     p.add_argument("--budgets", default="1e9,4e9,1.6e10", help="the sweep's training FLOPs budgets")
-    p.add_argument("--seeds", type=int, default=1, help="seeds per tokenizer and budget")
+    p.add_argument("--seeds", type=int, default=2, help="seeds per tokenizer and budget")
     p.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     p.add_argument(
         "--corpus",
